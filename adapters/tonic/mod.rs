@@ -1,0 +1,1 @@
+//! The tonic adapter (feature `tonic`).

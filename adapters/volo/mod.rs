@@ -1,0 +1,1 @@
+//! The volo-grpc adapter (feature `volo`).

@@ -1,0 +1,628 @@
+//! Message compression: `identity`, `gzip`, `deflate` (zlib format, as gRPC
+//! means the name) and `zstd`, header negotiation, and decompression that
+//! never writes more than the receive limit.
+//!
+//! ```
+//! use grpc_stream_codec::compression::{CompressionEncoding, EncodingSet};
+//!
+//! // What the peer says it accepts, and what we are willing to send.
+//! let theirs = EncodingSet::parse_accept("br, gzip, identity");
+//! let ours = EncodingSet::supported();
+//! assert_eq!(ours.negotiate(theirs), Some(CompressionEncoding::Gzip));
+//! ```
+
+use std::fmt;
+use std::io::{self, Write};
+
+use bytes::{Buf, BufMut};
+use http::HeaderValue;
+
+use crate::envelope::too_large;
+use crate::status::{Code, Status};
+
+/// Header naming the encoding of compressed messages on a stream.
+pub const GRPC_ENCODING: &str = "grpc-encoding";
+/// Header listing the encodings a peer accepts.
+pub const GRPC_ACCEPT_ENCODING: &str = "grpc-accept-encoding";
+
+/// A message encoding.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum CompressionEncoding {
+    /// No compression.
+    Identity,
+    /// gzip (RFC 1952).
+    Gzip,
+    /// zlib (RFC 1950), which gRPC calls `deflate`.
+    Deflate,
+    /// Zstandard.
+    Zstd,
+}
+
+impl CompressionEncoding {
+    const ALL: [CompressionEncoding; 4] = [
+        CompressionEncoding::Identity,
+        CompressionEncoding::Gzip,
+        CompressionEncoding::Deflate,
+        CompressionEncoding::Zstd,
+    ];
+
+    /// The name used in `grpc-encoding` and `grpc-accept-encoding`.
+    pub const fn name(self) -> &'static str {
+        match self {
+            CompressionEncoding::Identity => "identity",
+            CompressionEncoding::Gzip => "gzip",
+            CompressionEncoding::Deflate => "deflate",
+            CompressionEncoding::Zstd => "zstd",
+        }
+    }
+
+    /// Reads an encoding name. `zlib` is read as `deflate`, since volo-grpc
+    /// sends that name. Names are case-sensitive, as in the gRPC spec.
+    pub fn from_name(name: &str) -> Option<CompressionEncoding> {
+        match name.trim() {
+            "identity" => Some(CompressionEncoding::Identity),
+            "gzip" => Some(CompressionEncoding::Gzip),
+            "deflate" | "zlib" => Some(CompressionEncoding::Deflate),
+            "zstd" => Some(CompressionEncoding::Zstd),
+            _ => None,
+        }
+    }
+
+    /// Whether this build can compress and decompress the encoding (the
+    /// cargo features `gzip`, `deflate` and `zstd`).
+    pub const fn is_supported(self) -> bool {
+        match self {
+            CompressionEncoding::Identity => true,
+            CompressionEncoding::Gzip => cfg!(feature = "gzip"),
+            CompressionEncoding::Deflate => cfg!(feature = "deflate"),
+            CompressionEncoding::Zstd => cfg!(feature = "zstd"),
+        }
+    }
+
+    /// Whether this encoding leaves payloads as they are.
+    pub const fn is_identity(self) -> bool {
+        matches!(self, CompressionEncoding::Identity)
+    }
+
+    /// The header value naming this encoding.
+    pub const fn header_value(self) -> HeaderValue {
+        HeaderValue::from_static(self.name())
+    }
+
+    /// Reads the stream's `grpc-encoding` header.
+    ///
+    /// No header means `None` (messages must not be compressed). An encoding
+    /// this build does not support is `unimplemented`, with the supported
+    /// list in the message, as the gRPC spec asks.
+    pub fn from_encoding_header(
+        headers: &http::HeaderMap,
+    ) -> Result<Option<CompressionEncoding>, Status> {
+        let Some(value) = headers.get(GRPC_ENCODING) else {
+            return Ok(None);
+        };
+        let parsed = value
+            .to_str()
+            .ok()
+            .and_then(CompressionEncoding::from_name)
+            .filter(|encoding| encoding.is_supported());
+        match parsed {
+            Some(encoding) => Ok(Some(encoding)),
+            None => Err(Status::new(
+                Code::Unimplemented,
+                format!(
+                    "unsupported grpc-encoding {:?}; supported: {}",
+                    String::from_utf8_lossy(value.as_bytes()),
+                    EncodingSet::supported()
+                ),
+            )),
+        }
+    }
+
+    const fn bit(self) -> u8 {
+        1 << self as u8
+    }
+}
+
+impl fmt::Display for CompressionEncoding {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A compression level.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum CompressionLevel {
+    /// The fastest setting of the algorithm.
+    Fastest,
+    /// The algorithm's default trade-off.
+    #[default]
+    Default,
+    /// The smallest output the algorithm can produce.
+    Best,
+    /// An algorithm-specific level (flate2: 0..=9, zstd: 1..=22), clamped.
+    Precise(i32),
+}
+
+/// An encoding with a level: what a sender compresses with.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Compression {
+    /// The encoding.
+    pub encoding: CompressionEncoding,
+    /// The level.
+    pub level: CompressionLevel,
+}
+
+impl Compression {
+    /// An encoding at its default level.
+    pub const fn new(encoding: CompressionEncoding) -> Self {
+        Self {
+            encoding,
+            level: CompressionLevel::Default,
+        }
+    }
+
+    /// Sets the level.
+    pub const fn with_level(mut self, level: CompressionLevel) -> Self {
+        self.level = level;
+        self
+    }
+
+    /// Compresses all of `input` (consuming it) and appends the result to `out`.
+    ///
+    /// `Identity` copies the input as it is.
+    pub fn compress(&self, input: &mut impl Buf, out: &mut impl BufMut) -> Result<(), Status> {
+        let mut sink = out.writer();
+        let result = match self.encoding {
+            CompressionEncoding::Identity => copy_all(input, &mut sink),
+            #[cfg(feature = "gzip")]
+            CompressionEncoding::Gzip => {
+                let mut encoder = flate2::write::GzEncoder::new(&mut sink, self.flate_level());
+                copy_all(input, &mut encoder).and_then(|()| encoder.finish().map(drop))
+            }
+            #[cfg(feature = "deflate")]
+            CompressionEncoding::Deflate => {
+                let mut encoder = flate2::write::ZlibEncoder::new(&mut sink, self.flate_level());
+                copy_all(input, &mut encoder).and_then(|()| encoder.finish().map(drop))
+            }
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => {
+                zstd::stream::write::Encoder::new(&mut sink, self.zstd_level()).and_then(
+                    |mut encoder| {
+                        copy_all(input, &mut encoder)?;
+                        encoder.finish().map(drop)
+                    },
+                )
+            }
+            #[allow(unreachable_patterns)]
+            other => return Err(unsupported(other)),
+        };
+        result.map_err(|error| {
+            Status::new(
+                Code::Internal,
+                format!("{} compression failed: {error}", self.encoding),
+            )
+        })
+    }
+
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    fn flate_level(&self) -> flate2::Compression {
+        match self.level {
+            CompressionLevel::Fastest => flate2::Compression::fast(),
+            CompressionLevel::Default => flate2::Compression::default(),
+            CompressionLevel::Best => flate2::Compression::best(),
+            CompressionLevel::Precise(level) => flate2::Compression::new(level.clamp(0, 9) as u32),
+        }
+    }
+
+    #[cfg(feature = "zstd")]
+    fn zstd_level(&self) -> i32 {
+        match self.level {
+            CompressionLevel::Fastest => 1,
+            // zstd's own default trades ratio for speed the way gRPC users expect.
+            CompressionLevel::Default => zstd::DEFAULT_COMPRESSION_LEVEL,
+            CompressionLevel::Best => 19,
+            CompressionLevel::Precise(level) => level.clamp(1, 22),
+        }
+    }
+}
+
+impl From<CompressionEncoding> for Compression {
+    fn from(encoding: CompressionEncoding) -> Self {
+        Compression::new(encoding)
+    }
+}
+
+/// Decompresses all of `input` (consuming it) and appends the result to `out`,
+/// writing at most `limit` bytes.
+///
+/// Output beyond `limit` fails with `resource_exhausted` (the envelope's
+/// standard text) before it is written, and `out` never grows past `limit`
+/// bytes of capacity, so a small bomb cannot make a large allocation. Corrupt
+/// input is `internal`.
+pub fn decompress(
+    encoding: CompressionEncoding,
+    input: &mut impl Buf,
+    out: &mut Vec<u8>,
+    limit: usize,
+) -> Result<(), Status> {
+    let start = out.len();
+    let mut sink = BoundedSink {
+        out,
+        start,
+        limit,
+        overflowed: false,
+    };
+    // Readers over the input, not writers into the sink: a reader reports a
+    // stream that ends early, which a corrupt or truncated payload must be.
+    let reader = input.reader();
+    let result = match encoding {
+        CompressionEncoding::Identity => copy_reader(reader, &mut sink),
+        #[cfg(feature = "gzip")]
+        CompressionEncoding::Gzip => {
+            copy_reader(flate2::bufread::GzDecoder::new(reader), &mut sink)
+        }
+        #[cfg(feature = "deflate")]
+        CompressionEncoding::Deflate => {
+            copy_reader(flate2::bufread::ZlibDecoder::new(reader), &mut sink)
+        }
+        #[cfg(feature = "zstd")]
+        CompressionEncoding::Zstd => zstd::stream::read::Decoder::with_buffer(reader)
+            .and_then(|decoder| copy_reader(decoder.single_frame(), &mut sink)),
+        #[allow(unreachable_patterns)]
+        other => return Err(unsupported(other)),
+    };
+    if sink.overflowed {
+        // Report the size that would have been reached, not what was written.
+        let written = sink.out.len() - start;
+        sink.out.truncate(start);
+        return Err(too_large(written.saturating_add(1).max(limit + 1), limit));
+    }
+    result.map_err(|error| {
+        sink.out.truncate(start);
+        Status::new(
+            Code::Internal,
+            format!("{encoding} decompression failed: {error}"),
+        )
+    })
+}
+
+fn unsupported(encoding: CompressionEncoding) -> Status {
+    Status::new(
+        Code::Unimplemented,
+        format!(
+            "{encoding} is not enabled in this build; supported: {}",
+            EncodingSet::supported()
+        ),
+    )
+}
+
+/// Writes every chunk of `input` to `writer`, consuming it.
+fn copy_all(input: &mut impl Buf, writer: &mut impl Write) -> io::Result<()> {
+    while input.has_remaining() {
+        let chunk = input.chunk();
+        let len = chunk.len();
+        writer.write_all(chunk)?;
+        input.advance(len);
+    }
+    Ok(())
+}
+
+fn copy_reader(mut reader: impl io::Read, sink: &mut impl Write) -> io::Result<()> {
+    io::copy(&mut reader, sink).map(drop)
+}
+
+/// A writer into a `Vec` that refuses to hold more than `limit` new bytes and
+/// grows its capacity by doubling, capped at the limit.
+struct BoundedSink<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    limit: usize,
+    overflowed: bool,
+}
+
+impl Write for BoundedSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let written = self.out.len() - self.start;
+        let room = self.limit - written;
+        if buf.len() > room {
+            self.overflowed = true;
+            return Err(io::Error::other("decompressed size exceeds the limit"));
+        }
+        let needed = self.out.len() + buf.len();
+        if needed > self.out.capacity() {
+            let doubled = self.out.capacity().saturating_mul(2).max(256);
+            let target = doubled.clamp(needed, self.start + self.limit);
+            self.out.reserve_exact(target - self.out.len());
+        }
+        self.out.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+/// A set of encodings, as listed in `grpc-accept-encoding`.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct EncodingSet(u8);
+
+impl EncodingSet {
+    /// The empty set.
+    pub const fn empty() -> Self {
+        EncodingSet(0)
+    }
+
+    /// Every encoding this build supports, `identity` included.
+    pub fn supported() -> Self {
+        CompressionEncoding::ALL
+            .into_iter()
+            .filter(|encoding| encoding.is_supported())
+            .collect()
+    }
+
+    /// Adds an encoding.
+    pub const fn with(self, encoding: CompressionEncoding) -> Self {
+        EncodingSet(self.0 | encoding.bit())
+    }
+
+    /// Whether the set holds `encoding`.
+    pub const fn contains(self, encoding: CompressionEncoding) -> bool {
+        self.0 & encoding.bit() != 0
+    }
+
+    /// Whether the set is empty.
+    pub const fn is_empty(self) -> bool {
+        self.0 == 0
+    }
+
+    /// The encodings in the set, in the order `identity, gzip, deflate, zstd`.
+    pub fn iter(self) -> impl Iterator<Item = CompressionEncoding> {
+        CompressionEncoding::ALL
+            .into_iter()
+            .filter(move |encoding| self.contains(*encoding))
+    }
+
+    /// Parses a `grpc-accept-encoding` value; unknown names are ignored.
+    pub fn parse_accept(value: &str) -> Self {
+        value
+            .split(',')
+            .filter_map(CompressionEncoding::from_name)
+            .collect()
+    }
+
+    /// Reads the `grpc-accept-encoding` header; absent means no compression
+    /// is accepted beyond `identity`.
+    pub fn from_accept_header(headers: &http::HeaderMap) -> Self {
+        headers
+            .get_all(GRPC_ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .fold(EncodingSet::empty(), |set, value| {
+                EncodingSet(set.0 | EncodingSet::parse_accept(value).0)
+            })
+            .with(CompressionEncoding::Identity)
+    }
+
+    /// The `grpc-accept-encoding` value listing this set.
+    pub fn accept_header_value(self) -> HeaderValue {
+        HeaderValue::try_from(self.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
+    }
+
+    /// The encoding to send with: the first compressing encoding of ours, in
+    /// the order `gzip, deflate, zstd`, that the peer accepts; `None` when
+    /// there is none.
+    pub fn negotiate(self, theirs: EncodingSet) -> Option<CompressionEncoding> {
+        self.iter()
+            .filter(|encoding| !encoding.is_identity() && encoding.is_supported())
+            .find(|encoding| theirs.contains(*encoding))
+    }
+}
+
+impl FromIterator<CompressionEncoding> for EncodingSet {
+    fn from_iter<I: IntoIterator<Item = CompressionEncoding>>(iter: I) -> Self {
+        iter.into_iter()
+            .fold(EncodingSet::empty(), |set, encoding| set.with(encoding))
+    }
+}
+
+impl fmt::Display for EncodingSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, encoding) in self.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(encoding.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for EncodingSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.iter()).finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::{Bytes, BytesMut};
+
+    fn sample(len: usize) -> Vec<u8> {
+        (0..len).map(|i| (i * 31 % 251) as u8).collect()
+    }
+
+    fn compressed(encoding: CompressionEncoding, input: &[u8]) -> BytesMut {
+        let mut out = BytesMut::new();
+        Compression::new(encoding)
+            .compress(&mut Bytes::copy_from_slice(input), &mut out)
+            .unwrap();
+        out
+    }
+
+    #[test]
+    fn every_encoding_round_trips() {
+        for encoding in CompressionEncoding::ALL {
+            for len in [0, 1, 100 * 1024] {
+                let input = sample(len);
+                let mut wire = compressed(encoding, &input);
+                let mut out = Vec::new();
+                decompress(encoding, &mut wire, &mut out, 1 << 20).unwrap();
+                assert_eq!(out, input, "{encoding} {len}");
+                assert!(!wire.has_remaining(), "input is consumed");
+            }
+        }
+    }
+
+    #[test]
+    fn identity_copies_and_consumes() {
+        let mut input = Bytes::from_static(b"plain");
+        let mut out = BytesMut::from(&b">"[..]);
+        Compression::new(CompressionEncoding::Identity)
+            .compress(&mut input, &mut out)
+            .unwrap();
+        assert_eq!(&out[..], b">plain");
+        assert!(input.is_empty());
+    }
+
+    #[test]
+    fn levels_change_the_output() {
+        let input = sample(64 * 1024);
+        let fast = {
+            let mut out = BytesMut::new();
+            Compression::new(CompressionEncoding::Zstd)
+                .with_level(CompressionLevel::Fastest)
+                .compress(&mut &input[..], &mut out)
+                .unwrap();
+            out
+        };
+        let mut out = Vec::new();
+        decompress(
+            CompressionEncoding::Zstd,
+            &mut &fast[..],
+            &mut out,
+            usize::MAX,
+        )
+        .unwrap();
+        assert_eq!(out, input);
+    }
+
+    #[test]
+    fn deflate_is_zlib_format() {
+        let wire = compressed(CompressionEncoding::Deflate, b"hello");
+        // zlib streams start with CMF 0x78.
+        assert_eq!(wire[0], 0x78);
+        let gzip = compressed(CompressionEncoding::Gzip, b"hello");
+        assert_eq!(&gzip[..2], &[0x1f, 0x8b]);
+    }
+
+    #[test]
+    fn bombs_fail_without_allocating_their_size() {
+        let zeros = vec![0u8; 10 * 1024 * 1024];
+        for encoding in [
+            CompressionEncoding::Gzip,
+            CompressionEncoding::Deflate,
+            CompressionEncoding::Zstd,
+        ] {
+            let bomb = compressed(encoding, &zeros);
+            assert!(bomb.len() < 64 * 1024, "{encoding}: {}", bomb.len());
+            let limit = 1024 * 1024;
+            let mut out = Vec::new();
+            let err = decompress(encoding, &mut &bomb[..], &mut out, limit).unwrap_err();
+            assert_eq!(err.code(), Code::ResourceExhausted, "{encoding}");
+            assert!(err.message().ends_with("exceeds limit 1048576"), "{err}");
+            assert!(out.capacity() <= limit, "{encoding}: {}", out.capacity());
+        }
+    }
+
+    #[test]
+    fn exactly_at_the_limit_is_accepted() {
+        let input = sample(1000);
+        let wire = compressed(CompressionEncoding::Gzip, &input);
+        let mut out = Vec::new();
+        decompress(CompressionEncoding::Gzip, &mut &wire[..], &mut out, 1000).unwrap();
+        assert_eq!(out.len(), 1000);
+        let err = decompress(
+            CompressionEncoding::Gzip,
+            &mut &wire[..],
+            &mut Vec::new(),
+            999,
+        )
+        .unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted);
+    }
+
+    #[test]
+    fn corrupt_input_is_internal() {
+        for encoding in [
+            CompressionEncoding::Gzip,
+            CompressionEncoding::Deflate,
+            CompressionEncoding::Zstd,
+        ] {
+            let mut wire = compressed(encoding, &sample(4096)).to_vec();
+            let middle = wire.len() / 2;
+            wire[middle] ^= 0xff;
+            wire.truncate(wire.len() - 3);
+            let err = decompress(encoding, &mut &wire[..], &mut Vec::new(), 1 << 20).unwrap_err();
+            assert_eq!(err.code(), Code::Internal, "{encoding}: {err}");
+        }
+    }
+
+    #[test]
+    fn names_and_aliases() {
+        for encoding in CompressionEncoding::ALL {
+            assert_eq!(
+                CompressionEncoding::from_name(encoding.name()),
+                Some(encoding)
+            );
+        }
+        assert_eq!(
+            CompressionEncoding::from_name("zlib"),
+            Some(CompressionEncoding::Deflate)
+        );
+        assert_eq!(CompressionEncoding::from_name("br"), None);
+    }
+
+    #[test]
+    fn unknown_grpc_encoding_is_unimplemented_with_the_list() {
+        let mut headers = http::HeaderMap::new();
+        assert_eq!(
+            CompressionEncoding::from_encoding_header(&headers).unwrap(),
+            None
+        );
+        headers.insert(GRPC_ENCODING, HeaderValue::from_static("br"));
+        let err = CompressionEncoding::from_encoding_header(&headers).unwrap_err();
+        assert_eq!(err.code(), Code::Unimplemented);
+        assert!(
+            err.message().contains("identity,gzip,deflate,zstd"),
+            "{err}"
+        );
+        headers.insert(GRPC_ENCODING, HeaderValue::from_static("zlib"));
+        assert_eq!(
+            CompressionEncoding::from_encoding_header(&headers).unwrap(),
+            Some(CompressionEncoding::Deflate)
+        );
+    }
+
+    #[test]
+    fn accept_lists_parse_ignore_unknowns_and_negotiate() {
+        let theirs = EncodingSet::parse_accept("br, zstd ,snappy,deflate");
+        assert_eq!(theirs.to_string(), "deflate,zstd");
+        let ours = EncodingSet::supported();
+        assert_eq!(ours.negotiate(theirs), Some(CompressionEncoding::Deflate));
+        let only_zstd = EncodingSet::empty().with(CompressionEncoding::Zstd);
+        assert_eq!(only_zstd.negotiate(theirs), Some(CompressionEncoding::Zstd));
+        assert_eq!(ours.negotiate(EncodingSet::parse_accept("identity")), None);
+        assert_eq!(
+            EncodingSet::supported().accept_header_value(),
+            "identity,gzip,deflate,zstd"
+        );
+
+        let mut headers = http::HeaderMap::new();
+        headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("gzip"));
+        headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("zlib, x"));
+        let read = EncodingSet::from_accept_header(&headers);
+        assert_eq!(read.to_string(), "identity,gzip,deflate");
+    }
+}

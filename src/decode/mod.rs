@@ -1,0 +1,1 @@
+//! Decoding: assembling messages from transport frames.

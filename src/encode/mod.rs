@@ -1,0 +1,1 @@
+//! Encoding: batching streamed messages into linked byte nodes.

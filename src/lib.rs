@@ -1,0 +1,31 @@
+//! # grpc-stream-codec
+//!
+//! The framing half of a gRPC streaming stack, built to spend less memory and
+//! CPU than the stock paths of tonic and volo-grpc:
+//!
+//! - [`envelope`]: the 5-byte length prefix, its flags and size limits;
+//! - [`compression`]: identity, gzip, deflate (zlib) and zstd, with
+//!   negotiation and decompression bounded by the receive limit;
+//! - [`status`]: a compact [`Status`] that is cheap to return in `Result`.
+//!
+//! The core names no framework and no runtime. The adapters for tonic and
+//! volo-grpc live behind the `tonic` and `volo` cargo features.
+#![warn(missing_docs)]
+
+pub mod compression;
+pub mod decode;
+pub mod encode;
+pub mod envelope;
+pub mod status;
+
+#[cfg(feature = "tonic")]
+#[path = "../adapters/tonic/mod.rs"]
+pub mod tonic;
+
+#[cfg(feature = "volo")]
+#[path = "../adapters/volo/mod.rs"]
+pub mod volo;
+
+pub use compression::{Compression, CompressionEncoding, CompressionLevel};
+pub use envelope::Limits;
+pub use status::{Code, Status};
