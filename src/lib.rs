@@ -12,6 +12,7 @@
 //! volo-grpc live behind the `tonic` and `volo` cargo features.
 #![warn(missing_docs)]
 
+pub mod boundary;
 pub mod compression;
 pub mod decode;
 pub mod encode;

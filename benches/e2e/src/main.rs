@@ -43,7 +43,11 @@ fn usage() -> ! {
         "usage: e2e-bench [--full] [--rounds N] [--window SECS] [--warmup SECS]\n\
          \x20                [--arms a,b,..] [--memory-streams N] [--json PATH] [--no-build]\n\
          arms: {}",
-        Arm::ALL.iter().map(|arm| arm.key()).collect::<Vec<_>>().join(",")
+        Arm::ALL
+            .iter()
+            .map(|arm| arm.key())
+            .collect::<Vec<_>>()
+            .join(",")
     );
     std::process::exit(2)
 }

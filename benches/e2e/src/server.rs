@@ -12,7 +12,15 @@ pub fn build_servers() {
     eprintln!("building the example servers (release)...");
     let status = Command::new(cargo)
         .current_dir(workspace_root())
-        .args(["build", "--release", "-p", "tonic-echo", "-p", "volo-echo", "--bins"])
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "tonic-echo",
+            "-p",
+            "volo-echo",
+            "--bins",
+        ])
         .status()
         .expect("run cargo build");
     assert!(status.success(), "building the example servers failed");

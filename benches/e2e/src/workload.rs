@@ -272,11 +272,7 @@ async fn open_idle_streams(channels: &[Channel], count: usize) -> Vec<IdleStream
                     .await
                     .expect("bidi")
                     .into_inner();
-                let echo = responses
-                    .message()
-                    .await
-                    .expect("echo")
-                    .expect("one reply");
+                let echo = responses.message().await.expect("echo").expect("one reply");
                 assert_eq!(echo.payload.len(), MEMORY_MESSAGE_SIZE);
                 (sender, responses)
             }));
