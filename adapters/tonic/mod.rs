@@ -1,1 +1,3 @@
 //! The tonic adapter (feature `tonic`).
+
+pub mod guard;
