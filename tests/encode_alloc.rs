@@ -138,3 +138,46 @@ fn unbatched_mode_allocates_per_batch_at_most_constant() {
     // One node per batch needs no node list, and the buffer is reclaimed.
     assert!(usage.allocations <= 16, "{usage:?}");
 }
+
+/// Writes `n` filler bytes: no input allocation to muddy live-byte counts.
+struct Filler;
+
+impl MessageEncoder for Filler {
+    type Item = usize;
+
+    fn encode(&mut self, n: usize, dst: &mut LinkedBytes) -> Result<(), Status> {
+        dst.put_bytes(7, n);
+        Ok(())
+    }
+}
+
+struct Sizes(std::vec::IntoIter<usize>);
+
+impl Stream for Sizes {
+    type Item = Result<usize, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.0.next().map(Ok))
+    }
+}
+
+#[test]
+fn a_large_message_is_not_pinned_by_the_stream_after_it_is_sent() {
+    let sizes = Sizes(vec![4 << 20, 100, 100].into_iter());
+    let (stream, usage) = measure(|| {
+        let mut stream = EncodeStream::new(sizes, Filler, EncodeConfig::default());
+        let mut cx = Context::from_waker(Waker::noop());
+        for _ in 0..2 {
+            // The 4 MiB batch, then the two small messages; both dropped.
+            let Poll::Ready(Some(Ok(batch))) = Pin::new(&mut stream).poll_next(&mut cx) else {
+                panic!("expected a batch");
+            };
+            drop(batch);
+        }
+        stream
+    });
+    eprintln!("retained by the stream: {} bytes", usage.live_delta);
+    assert!(usage.peak >= 4 << 20);
+    assert!(usage.live_delta < 64 * 1024, "{usage:?}");
+    drop(stream);
+}

@@ -59,6 +59,8 @@ impl Msg {
 struct TestEncoder {
     /// Whether to report exact lengths (prefix written up front).
     exact: bool,
+    /// Added to the reported exact length, to model a wrong encoder.
+    skew: usize,
 }
 
 impl MessageEncoder for TestEncoder {
@@ -77,7 +79,7 @@ impl MessageEncoder for TestEncoder {
 
     fn exact_len(&self, item: &Msg) -> Option<usize> {
         let fails = item.0.iter().any(|p| matches!(p, Piece::Fail));
-        (self.exact && !fails).then(|| item.payload().len())
+        (self.exact && !fails).then(|| item.payload().len() + self.skew)
     }
 }
 
@@ -144,7 +146,11 @@ fn run(mut stream: EncodeStream<Script, TestEncoder>) -> Vec<Event> {
 }
 
 fn encode(source: Script, config: EncodeConfig, exact: bool) -> Vec<Event> {
-    run(EncodeStream::new(source, TestEncoder { exact }, config))
+    run(EncodeStream::new(
+        source,
+        TestEncoder { exact, skew: 0 },
+        config,
+    ))
 }
 
 fn batches(events: &[Event]) -> Vec<&EncodedBatch> {
@@ -308,6 +314,19 @@ fn prefix_split_off_into_an_earlier_node_is_backfilled() {
 }
 
 #[test]
+fn a_wrong_exact_length_still_gives_the_written_length() {
+    let msgs = [Msg::copied(pattern(40, 1)), Msg::copied(pattern(7, 2))];
+    let encoder = TestEncoder {
+        exact: true,
+        skew: 3,
+    };
+    let stream = EncodeStream::new(Script::items(msgs.clone()), encoder, EncodeConfig::new());
+    let events = run(stream);
+    let expected: Vec<_> = msgs.iter().map(Msg::payload).collect();
+    assert_eq!(decode_all(&events, None), expected);
+}
+
+#[test]
 fn completed_message_is_readable_when_the_source_is_pending() {
     let source = Script::new([
         Step::Item(Msg::copied(&b"one"[..])),
@@ -368,7 +387,9 @@ fn source_error_flushes_completed_messages_then_continues() {
 
 #[test]
 fn encode_error_delivers_completed_discards_partial_and_ends() {
-    let big = pattern(50_000, 3);
+    // Below the threshold, so the partial message shares the completed
+    // messages' batch and has to be cut off it.
+    let big = pattern(5_000, 3);
     let partials = [
         // Partial in the trailing buffer.
         Msg(vec![Piece::Copy(pattern(100, 1)), Piece::Fail]),
@@ -511,7 +532,14 @@ fn threshold_never_splits_a_message() {
 type Frames = Vec<Result<http_body::Frame<Bytes>, Status>>;
 
 fn body_frames(source: Script, server: bool) -> Frames {
-    let stream = EncodeStream::new(source, TestEncoder { exact: false }, EncodeConfig::new());
+    let stream = EncodeStream::new(
+        source,
+        TestEncoder {
+            exact: false,
+            skew: 0,
+        },
+        EncodeConfig::new(),
+    );
     let mut body = if server {
         EncodeBody::server(stream)
     } else {

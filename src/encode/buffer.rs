@@ -34,6 +34,10 @@ pub(crate) struct Mark {
 
 pub(crate) struct BatchBuffer {
     buf: LinkedBytes,
+    /// What a new batch reserves, and the most copied-in bytes a batch may
+    /// hold for its allocation to be kept for the next batch.
+    reserve: usize,
+    retain: usize,
     /// Nodes in `buf`'s list and their total length. `LinkedBytes` does not
     /// report its list length, and the list only grows at the back, so new
     /// nodes are counted after each message: amortised O(1) per node.
@@ -43,9 +47,13 @@ pub(crate) struct BatchBuffer {
 }
 
 impl BatchBuffer {
-    pub(crate) fn new() -> Self {
+    /// A buffer for batches of about `threshold` bytes.
+    pub(crate) fn new(threshold: usize) -> Self {
+        let reserve = threshold.min(MAX_BATCH_RESERVE) + BATCH_SLACK;
         Self {
             buf: LinkedBytes::with_capacity(0),
+            reserve,
+            retain: 2 * reserve,
             nodes: 0,
             node_bytes: 0,
             messages: 0,
@@ -80,10 +88,10 @@ impl BatchBuffer {
     /// place once the consumer has dropped the previous batches. So a stream
     /// whose batches are sent before the next is encoded allocates nothing
     /// per batch, and one whose consumer holds on allocates once per batch.
-    pub(crate) fn prepare_batch(&mut self, threshold: usize) {
+    pub(crate) fn prepare_batch(&mut self) {
         let tail = self.buf.bytes_mut();
         if tail.capacity() - tail.len() < BATCH_SLACK {
-            tail.reserve(threshold.min(MAX_BATCH_RESERVE) + BATCH_SLACK);
+            tail.reserve(self.reserve);
         }
     }
 
@@ -148,6 +156,7 @@ impl BatchBuffer {
             _ => (nodes, None),
         };
         let mut batch = EncodedBatch::with_node_hint(keep + 1);
+        let mut copied = self.buf.bytes().len();
         for index in 0..nodes {
             // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy:
             // it requires a `BytesMut` head and unsplits `BytesMut` nodes.
@@ -155,6 +164,9 @@ impl BatchBuffer {
                 break;
             };
             let node = mem::replace(slot, Node::BytesMut(BytesMut::new()));
+            if let Node::BytesMut(bytes) = &node {
+                copied += bytes.len();
+            }
             if index < keep {
                 batch.push(node_bytes(node));
             } else if index == keep
@@ -173,6 +185,12 @@ impl BatchBuffer {
                 tail.clear();
             }
             Some(_) => tail.clear(),
+        }
+        if cut.is_some() || copied > self.retain {
+            // The trailing buffer shares the allocation its split-off parts
+            // came from. After an unusually large batch, let that allocation
+            // go with the batch rather than pin it for the stream's life.
+            *tail = BytesMut::new();
         }
         // Empties the node list, keeping its capacity and the tail's.
         self.buf.reset();
@@ -252,7 +270,7 @@ mod tests {
 
     #[test]
     fn placeholder_is_found_after_an_insert_split_it_off() {
-        let mut buffer = BatchBuffer::new();
+        let mut buffer = BatchBuffer::new(0);
         buffer.tail().put_slice(b"done|");
         let mark = buffer.mark();
         buffer.tail().put_slice(&[0; 5]);
@@ -273,7 +291,7 @@ mod tests {
 
     #[test]
     fn cut_drops_the_partial_message_in_a_node() {
-        let mut buffer = BatchBuffer::new();
+        let mut buffer = BatchBuffer::new(0);
         buffer.tail().put_slice(b"kept");
         buffer.finish_message();
         let mark = buffer.mark();
@@ -286,7 +304,7 @@ mod tests {
 
     #[test]
     fn cut_drops_the_partial_message_in_the_tail() {
-        let mut buffer = BatchBuffer::new();
+        let mut buffer = BatchBuffer::new(0);
         buffer.dst().insert(Bytes::from_static(b"kept"));
         buffer.tail().put_slice(b"also");
         let mark = buffer.mark();
@@ -297,7 +315,7 @@ mod tests {
 
     #[test]
     fn buffer_is_reusable_after_a_take_with_inserts() {
-        let mut buffer = BatchBuffer::new();
+        let mut buffer = BatchBuffer::new(0);
         for round in 0..3u8 {
             // An insert into an empty tail makes a `Bytes` head node.
             buffer.dst().insert(Bytes::from(vec![round; 3]));

@@ -90,7 +90,7 @@ impl<S, E: MessageEncoder> EncodeStream<S, E> {
             source,
             encoder,
             config,
-            buffer: BatchBuffer::new(),
+            buffer: BatchBuffer::new(config.batch_threshold()),
             scratch: None,
             error: None,
             done: false,
@@ -150,12 +150,12 @@ where
                 }
             };
             if buffer.messages() == 0 {
-                buffer.prepare_batch(threshold);
+                buffer.prepare_batch();
             }
             let encoded = match this.config.effective_compression() {
                 None => encode_plain(this.encoder, item, buffer, this.config.max_send()),
                 Some(compression) => {
-                    let scratch = this.scratch.get_or_insert_with(BatchBuffer::new);
+                    let scratch = this.scratch.get_or_insert_with(|| BatchBuffer::new(0));
                     encode_compressed(
                         this.encoder,
                         item,
