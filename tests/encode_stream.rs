@@ -664,3 +664,27 @@ proptest! {
         prop_assert_eq!(decode_all(&events, encoding), expected);
     }
 }
+
+#[tokio::test]
+async fn body_collects_under_a_runtime_across_pending() {
+    use http_body_util::BodyExt;
+    let source = Script::new([
+        Step::Pending,
+        Step::Item(Msg::copied(&b"a"[..])),
+        Step::Pending,
+        Step::Item(Msg::with_ref(b"b", pattern(9000, 1), b"c")),
+    ]);
+    let stream = EncodeStream::new(
+        source,
+        TestEncoder {
+            exact: false,
+            skew: 0,
+        },
+        EncodeConfig::new(),
+    );
+    let collected = EncodeBody::server(stream).collect().await.unwrap();
+    assert_eq!(collected.trailers().unwrap()["grpc-status"], "0");
+    let decoded = reference_decode(&collected.to_bytes(), None);
+    assert_eq!(decoded.len(), 2);
+    assert_eq!(decoded[1].1, [b"b", &pattern(9000, 1)[..], b"c"].concat());
+}
