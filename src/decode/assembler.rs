@@ -213,9 +213,10 @@ impl EnvelopeAssembler {
                 return Err(status.clone());
             }
             if self.frame.is_empty() {
-                match self.queued.pop_front() {
-                    Some(frame) => self.frame = frame,
-                    None => return Ok(None),
+                // Replace even an empty remnant: it still pins the frame's memory.
+                self.frame = self.queued.pop_front().unwrap_or_default();
+                if self.frame.is_empty() {
+                    return Ok(None);
                 }
             }
             match &mut self.state {
