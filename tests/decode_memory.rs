@@ -283,3 +283,21 @@ fn many_messages_in_one_frame_take_linear_work() {
     // And the bytes are the messages' own: about one slab per 27 of them.
     assert!(large.allocated_bytes <= 1000usize.div_ceil(27) * SLAB_SIZE);
 }
+
+#[test]
+fn a_held_message_does_not_pin_its_frame() {
+    let mut wire = Vec::new();
+    envelope(&mut wire, 300, 1);
+    envelope(&mut wire, 10_000, 2);
+    let (whole, frames) = frames_of(wire, usize::MAX);
+    let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
+    let mut held = Vec::new();
+    for frame in frames {
+        held.extend(messages_after(&mut assembler, frame));
+    }
+    assert_eq!(held.len(), 2);
+    // Both messages are alive, yet nothing refers to the frame any more:
+    // even a small message that arrived whole in it was copied out.
+    assert!(whole.is_unique());
+    assert!(held[1].is_unique());
+}

@@ -12,7 +12,7 @@ use http::{HeaderMap, StatusCode};
 use http_body::{Body, Frame};
 
 use super::assembler::{Decoded, EnvelopeAssembler};
-use crate::compression::{CompressionEncoding, GRPC_ENCODING};
+use crate::compression::CompressionEncoding;
 use crate::envelope::Limits;
 use crate::status::{Code, Status};
 
@@ -133,11 +133,7 @@ impl<D: MessageDecoder> Streaming<D> {
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
         let trailers_only = headers.contains_key(crate::status::GRPC_STATUS);
-        let encoding = if headers.contains_key(GRPC_ENCODING) {
-            CompressionEncoding::from_encoding_header(headers)
-        } else {
-            Ok(None)
-        };
+        let encoding = CompressionEncoding::from_encoding_header(headers);
         let mut stream = Self::with_parts(body, decoder, Role::Response(status), encoding);
         if trailers_only {
             stream.trailers = Some(headers.clone());
