@@ -28,5 +28,6 @@ pub mod tonic;
 pub mod volo;
 
 pub use compression::{Compression, CompressionEncoding, CompressionLevel};
+pub use decode::{EnvelopeAssembler, MessageDecoder, Streaming};
 pub use envelope::Limits;
 pub use status::{Code, Status};
