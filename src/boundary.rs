@@ -17,11 +17,8 @@
 //! # Ok::<(), grpc_stream_codec::Status>(())
 //! ```
 
-use crate::envelope::{EnvelopeHeader, HEADER_LEN, check_size};
+use crate::envelope::{EnvelopeHeader, HEADER_LEN, check_size, check_trailers_size};
 use crate::status::{Code, Status};
-
-/// The largest gRPC-Web trailers frame accepted, whatever the message limit.
-pub const MAX_TRAILERS_FRAME: usize = 1024 * 1024;
 
 /// Follows a body's envelopes frame by frame, looking only at headers.
 ///
@@ -129,12 +126,12 @@ impl EnvelopeTracker {
             Err(status) => return self.fail(status),
         };
         let declared = header.len() as usize;
-        let limit = if header.is_trailers() {
-            MAX_TRAILERS_FRAME
+        let checked = if header.is_trailers() {
+            check_trailers_size(declared)
         } else {
-            self.max_message
+            check_size(declared, self.max_message)
         };
-        if let Err(status) = check_size(declared, limit) {
+        if let Err(status) = checked {
             return self.fail(status);
         }
         self.state = match (declared, header.is_trailers()) {

@@ -153,6 +153,22 @@ impl Limits {
     }
 }
 
+/// Largest gRPC-Web trailers frame accepted, checked on its header and
+/// independent of the message limit.
+pub const MAX_TRAILERS_SIZE: usize = 1024 * 1024;
+
+/// Checks the declared length of a gRPC-Web trailers frame.
+pub fn check_trailers_size(size: usize) -> Result<(), Status> {
+    if size > MAX_TRAILERS_SIZE {
+        Err(Status::new(
+            Code::ResourceExhausted,
+            format!("gRPC-Web trailers size {size} exceeds limit {MAX_TRAILERS_SIZE}"),
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 /// Fails with [`too_large`] when `size` exceeds `limit`.
 pub fn check_size(size: usize, limit: usize) -> Result<(), Status> {
     if size > limit {

@@ -119,8 +119,7 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let guarded = is_grpc(request.headers());
         let config = self.config;
-        let request =
-            request.map(|body| guard_if(guarded, body, config.limits.max_receive()));
+        let request = request.map(|body| guard_if(guarded, body, config.limits.max_receive()));
         self.inner.call(request)
     }
 }

@@ -10,7 +10,7 @@ use super::buffers::{MessageBuffers, MessageBuilder};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
 use crate::compression::{CompressionEncoding, decompress};
 use crate::envelope::{EnvelopeHeader, HEADER_LEN, Limits};
-use crate::status::{Code, Status};
+use crate::status::Status;
 
 /// What an [`EnvelopeAssembler`] yields.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -292,12 +292,7 @@ impl EnvelopeAssembler {
     fn check(&self, header: EnvelopeHeader) -> Result<(), Status> {
         let len = header.len() as usize;
         if header.is_trailers() {
-            if len > MAX_TRAILERS_SIZE {
-                return Err(Status::new(
-                    Code::ResourceExhausted,
-                    format!("gRPC-Web trailers size {len} exceeds limit {MAX_TRAILERS_SIZE}"),
-                ));
-            }
+            crate::envelope::check_trailers_size(len)?;
         } else {
             crate::envelope::check_size(len, self.max_receive)?;
         }

@@ -4,8 +4,7 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::status::Status;
 
-/// Largest gRPC-Web trailers block accepted, checked on the frame header.
-pub const MAX_TRAILERS_SIZE: usize = 1024 * 1024;
+pub use crate::envelope::MAX_TRAILERS_SIZE;
 
 /// Parses a gRPC-Web trailers block.
 ///
