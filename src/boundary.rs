@@ -156,7 +156,9 @@ impl EnvelopeTracker {
             State::Header { filled: 0, .. } | State::AfterTrailers => return Ok(()),
             State::Header { filled, .. } => Status::new(
                 Code::Internal,
-                format!("body ended inside an envelope header ({filled} of {HEADER_LEN} bytes)"),
+                format!(
+                    "protocol error: body ended inside a message header ({filled} of {HEADER_LEN} bytes)"
+                ),
             ),
             State::Payload {
                 declared,
@@ -165,7 +167,7 @@ impl EnvelopeTracker {
             } => Status::new(
                 Code::Internal,
                 format!(
-                    "body ended inside a message ({} of {declared} bytes received)",
+                    "protocol error: body ended inside a message ({} of {declared} bytes)",
                     declared - remaining
                 ),
             ),
@@ -237,7 +239,7 @@ mod tests {
         assert_eq!(err.code(), Code::Internal);
         assert_eq!(
             err.message(),
-            "body ended inside an envelope header (3 of 5 bytes)"
+            "protocol error: body ended inside a message header (3 of 5 bytes)"
         );
 
         let mut tracker = EnvelopeTracker::new(1024);
@@ -245,7 +247,7 @@ mod tests {
         let err = tracker.finish().unwrap_err();
         assert_eq!(
             err.message(),
-            "body ended inside a message (0 of 16 bytes received)"
+            "protocol error: body ended inside a message (0 of 16 bytes)"
         );
     }
 

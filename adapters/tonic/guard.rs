@@ -43,21 +43,45 @@ use http_body::{Body, Frame, SizeHint};
 use tower_layer::Layer;
 use tower_service::Service;
 
+use crate::Status;
 use crate::boundary::EnvelopeTracker;
-use crate::envelope::Limits;
+use crate::decode::{Decoded, EnvelopeAssembler};
+use crate::envelope::{EnvelopeHeader, HEADER_LEN, Limits};
 
 type BoxError = Box<dyn std::error::Error + Send + Sync + 'static>;
+
+/// How a guard handles the bytes it checks.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum GuardMode {
+    /// Forward every frame as it arrives, unchanged and uncopied, reading
+    /// only the envelope headers. Costs next to nothing; tonic still reserves
+    /// the declared length (up to the limit) when it reads a header.
+    #[default]
+    PassThrough,
+    /// Hold each envelope until it is complete and forward it as one frame,
+    /// so tonic never reserves a length nobody has sent. Allocation follows
+    /// the bytes received (`min(declared, 2 x received)`); costs one copy of
+    /// every message.
+    Assembling,
+}
 
 /// What a guard layer enforces.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct GuardConfig {
     limits: Limits,
+    mode: GuardMode,
 }
 
 impl GuardConfig {
     /// The receive limit from `limits` (default 4 MiB).
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
+        self
+    }
+
+    /// The mode (default [`GuardMode::PassThrough`]).
+    pub fn with_mode(mut self, mode: GuardMode) -> Self {
+        self.mode = mode;
         self
     }
 }
@@ -72,7 +96,7 @@ pub struct RequestGuardLayer {
 }
 
 impl RequestGuardLayer {
-    /// A layer with the default limit (4 MiB).
+    /// A pass-through layer with the default limit (4 MiB).
     pub fn new() -> Self {
         Self::default()
     }
@@ -80,6 +104,12 @@ impl RequestGuardLayer {
     /// Takes the receive limit from `limits`.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.config = self.config.with_limits(limits);
+        self
+    }
+
+    /// Sets the mode.
+    pub fn with_mode(mut self, mode: GuardMode) -> Self {
+        self.config = self.config.with_mode(mode);
         self
     }
 }
@@ -119,7 +149,7 @@ where
     fn call(&mut self, request: http::Request<B>) -> Self::Future {
         let guarded = is_grpc(request.headers());
         let config = self.config;
-        let request = request.map(|body| guard_if(guarded, body, config.limits.max_receive()));
+        let request = request.map(|body| guard_if(guarded, body, config));
         self.inner.call(request)
     }
 }
@@ -133,7 +163,7 @@ pub struct ResponseGuardLayer {
 }
 
 impl ResponseGuardLayer {
-    /// A layer with the default limit (4 MiB).
+    /// A pass-through layer with the default limit (4 MiB).
     pub fn new() -> Self {
         Self::default()
     }
@@ -141,6 +171,12 @@ impl ResponseGuardLayer {
     /// Takes the receive limit from `limits`.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.config = self.config.with_limits(limits);
+        self
+    }
+
+    /// Sets the mode.
+    pub fn with_mode(mut self, mode: GuardMode) -> Self {
+        self.config = self.config.with_mode(mode);
         self
     }
 }
@@ -206,8 +242,8 @@ where
         let this = self.project();
         let response = ready!(this.inner.poll(cx))?;
         let guarded = is_grpc(response.headers());
-        let limit = this.config.limits.max_receive();
-        Poll::Ready(Ok(response.map(|body| guard_if(guarded, body, limit))))
+        let config = *this.config;
+        Poll::Ready(Ok(response.map(|body| guard_if(guarded, body, config))))
     }
 }
 
@@ -217,38 +253,109 @@ fn is_grpc(headers: &http::HeaderMap) -> bool {
         .is_some_and(|value| value.as_bytes().starts_with(b"application/grpc"))
 }
 
-fn guard_if<B>(guarded: bool, body: B, limit: usize) -> tonic::body::Body
+fn guard_if<B>(guarded: bool, body: B, config: GuardConfig) -> tonic::body::Body
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
     if guarded {
-        tonic::body::Body::new(GuardedBody::new(body, limit))
+        tonic::body::Body::new(GuardedBody::new(body, config))
     } else {
         tonic::body::Body::new(body)
     }
 }
 
 pin_project_lite::pin_project! {
-    /// A body forwarded frame by frame, unchanged and uncopied, while its
-    /// envelopes are checked.
+    /// A body whose envelopes are checked on the way through (see
+    /// [`GuardMode`] for what each mode forwards).
     pub struct GuardedBody<B> {
         #[pin]
         inner: B,
-        tracker: EnvelopeTracker,
+        inspector: Inspector,
         done: bool,
     }
 }
 
+/// The per-mode state of a [`GuardedBody`].
+enum Inspector {
+    PassThrough(EnvelopeTracker),
+    Assembling(EnvelopeAssembler),
+}
+
 impl<B> GuardedBody<B> {
-    /// Guards `inner` with a per-message limit of `limit` bytes.
-    pub fn new(inner: B, limit: usize) -> Self {
+    /// Guards `inner` as `config` says.
+    pub fn new(inner: B, config: GuardConfig) -> Self {
+        let inspector = match config.mode {
+            GuardMode::PassThrough => {
+                Inspector::PassThrough(EnvelopeTracker::new(config.limits.max_receive()))
+            }
+            GuardMode::Assembling => Inspector::Assembling(EnvelopeAssembler::raw(config.limits)),
+        };
         Self {
             inner,
-            tracker: EnvelopeTracker::new(limit),
+            inspector,
             done: false,
         }
     }
+}
+
+impl Inspector {
+    /// A frame ready to forward without reading more of the inner body.
+    fn ready_frame(&mut self) -> Result<Option<Frame<Bytes>>, Status> {
+        match self {
+            Inspector::PassThrough(_) => Ok(None),
+            Inspector::Assembling(assembler) => {
+                Ok(assembler.next()?.map(|decoded| match decoded {
+                    Decoded::Message(envelope) => Frame::data(envelope),
+                    Decoded::EndStream(trailers) => Frame::data(encode_web_trailers(&trailers)),
+                }))
+            }
+        }
+    }
+
+    /// Takes a data frame of the inner body; returns it if it is forwarded as is.
+    fn take(&mut self, data: Bytes) -> Result<Option<Bytes>, Status> {
+        match self {
+            Inspector::PassThrough(tracker) => tracker.observe(&data).map(|()| Some(data)),
+            Inspector::Assembling(assembler) => {
+                assembler.push(data);
+                Ok(None)
+            }
+        }
+    }
+
+    /// The inner body's data ended (with trailers or without).
+    fn finish(&mut self) -> Result<(), Status> {
+        match self {
+            Inspector::PassThrough(tracker) => tracker.finish(),
+            Inspector::Assembling(assembler) => assembler.finish(),
+        }
+    }
+
+    fn at_boundary(&self) -> bool {
+        match self {
+            Inspector::PassThrough(tracker) => tracker.at_boundary(),
+            Inspector::Assembling(assembler) => assembler.is_idle(),
+        }
+    }
+}
+
+/// Serialises trailers back into a gRPC-Web trailers frame, so the
+/// assembling mode forwards such frames as it found them.
+fn encode_web_trailers(trailers: &http::HeaderMap) -> Bytes {
+    let mut block = Vec::new();
+    for (name, value) in trailers {
+        block.extend_from_slice(name.as_str().as_bytes());
+        block.extend_from_slice(b": ");
+        block.extend_from_slice(value.as_bytes());
+        block.extend_from_slice(b"\r\n");
+    }
+    // The block came out of a frame whose length fit the trailers limit.
+    let len = u32::try_from(block.len()).unwrap_or(u32::MAX);
+    let mut frame = Vec::with_capacity(HEADER_LEN + block.len());
+    frame.extend_from_slice(&EnvelopeHeader::trailers(len).to_bytes());
+    frame.extend_from_slice(&block);
+    Bytes::from(frame)
 }
 
 impl<B> Body for GuardedBody<B>
@@ -263,47 +370,59 @@ where
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let this = self.project();
-        if *this.done {
-            return Poll::Ready(None);
-        }
-        let frame = match ready!(this.inner.poll_frame(cx)) {
-            Some(Ok(frame)) => frame,
-            Some(Err(error)) => {
-                *this.done = true;
-                return Poll::Ready(Some(Err(error.into())));
+        let mut this = self.project();
+        loop {
+            if *this.done {
+                return Poll::Ready(None);
             }
-            None => {
-                *this.done = true;
-                return Poll::Ready(this.tracker.finish().err().map(|s| Err(to_error(s))));
-            }
-        };
-        let checked = match frame.data_ref() {
-            Some(data) => this.tracker.observe(data),
-            // HTTP trailers end the data: the last envelope must be complete.
-            None => this.tracker.finish(),
-        };
-        match checked {
-            Ok(()) => Poll::Ready(Some(Ok(frame))),
-            Err(status) => {
-                *this.done = true;
-                Poll::Ready(Some(Err(to_error(status))))
+            let step = match this.inspector.ready_frame() {
+                Ok(Some(frame)) => Ok(Some(frame)),
+                Ok(None) => match ready!(this.inner.as_mut().poll_frame(cx)) {
+                    Some(Ok(frame)) => match frame.into_data() {
+                        Ok(data) => this.inspector.take(data).map(|kept| kept.map(Frame::data)),
+                        // HTTP trailers end the data: the last envelope must be complete.
+                        Err(trailers) => this.inspector.finish().map(|()| Some(trailers)),
+                    },
+                    Some(Err(error)) => {
+                        *this.done = true;
+                        return Poll::Ready(Some(Err(error.into())));
+                    }
+                    None => {
+                        *this.done = true;
+                        return Poll::Ready(
+                            this.inspector.finish().err().map(|s| Err(to_error(s))),
+                        );
+                    }
+                },
+                Err(status) => Err(status),
+            };
+            match step {
+                Ok(Some(frame)) => return Poll::Ready(Some(Ok(frame))),
+                // The assembler took the frame; look for a complete envelope.
+                Ok(None) => continue,
+                Err(status) => {
+                    *this.done = true;
+                    return Poll::Ready(Some(Err(to_error(status))));
+                }
             }
         }
     }
 
     fn is_end_stream(&self) -> bool {
-        self.done || (self.inner.is_end_stream() && self.tracker.at_boundary())
+        self.done || (self.inner.is_end_stream() && self.inspector.at_boundary())
     }
 
     fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+        match self.inspector {
+            Inspector::PassThrough(_) => self.inner.size_hint(),
+            Inspector::Assembling(_) => SizeHint::default(),
+        }
     }
 }
 
 /// A body error tonic recognises: it finds a `tonic::Status` in the error
 /// and reports it as it is.
-fn to_error(status: crate::Status) -> BoxError {
+fn to_error(status: Status) -> BoxError {
     Box::new(tonic::Status::new(
         tonic::Code::from(status.code().as_i32()),
         status.message().to_owned(),
