@@ -68,3 +68,64 @@ fn decode_borrowed<U: Message + Default>(src: &mut impl Buf) -> Result<U, prost:
     src.copy_to_slice(&mut gathered);
     U::decode(gathered.as_slice())
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Record {
+        #[prost(bytes = "bytes", tag = "1")]
+        key: Bytes,
+        #[prost(bytes = "bytes", tag = "2")]
+        blob: Bytes,
+    }
+
+    fn record() -> Record {
+        Record {
+            key: Bytes::from_static(b"0123456789abcdef"),
+            blob: Bytes::from(vec![7u8; 3000]),
+        }
+    }
+
+    fn points_into(field: &Bytes, buffer: &[u8]) -> bool {
+        let range = buffer.as_ptr_range();
+        range.contains(&field.as_ptr())
+    }
+
+    #[test]
+    fn contiguous_input_is_decoded_into_fields_of_their_own() {
+        let encoded = record().encode_to_vec();
+        let mut src: &[u8] = &encoded;
+        let decoded: Record = decode_borrowed(&mut src).unwrap();
+        assert_eq!(decoded, record());
+        assert!(src.is_empty());
+        assert!(!points_into(&decoded.key, &encoded));
+        assert!(!points_into(&decoded.blob, &encoded));
+    }
+
+    #[test]
+    fn segmented_input_is_gathered_and_fully_consumed() {
+        let encoded = record().encode_to_vec();
+        let (head, tail) = encoded.split_at(1000);
+        let mut src = Buf::chain(head, tail);
+        assert!(src.chunk().len() < src.remaining());
+        let decoded: Record = decode_borrowed(&mut src).unwrap();
+        assert_eq!(decoded, record());
+        assert_eq!(src.remaining(), 0);
+    }
+
+    #[test]
+    fn a_failed_decode_still_consumes_everything() {
+        // A length prefix that runs past the end of the message.
+        let garbage = [0x12u8, 0x40, 1, 2, 3];
+        let mut contiguous: &[u8] = &garbage;
+        assert!(decode_borrowed::<Record>(&mut contiguous).is_err());
+        assert!(contiguous.is_empty());
+
+        let mut segmented = Buf::chain(&garbage[..2], &garbage[2..]);
+        assert!(decode_borrowed::<Record>(&mut segmented).is_err());
+        assert_eq!(segmented.remaining(), 0);
+    }
+}
