@@ -193,3 +193,63 @@ fn status_conversions_move_metadata_instead_of_copying_it() {
     assert!(usage.allocations <= 2, "{usage:?}");
     assert_eq!(back.metadata().map(http::HeaderMap::len), Some(8));
 }
+
+/// Live bytes held by an open `Streaming` that has decoded one 1 MiB record
+/// and then 100 small ones, with nothing of the messages kept.
+fn open_stream_live<D>(decoder: D) -> isize
+where
+    D: Decoder<Item = Record, Error = Status> + Send + 'static,
+{
+    let mut wire = Vec::new();
+    let mut records = vec![Record {
+        key: Bytes::from_static(b"big"),
+        blob: Bytes::from(vec![1; MIB]),
+    }];
+    records.extend((0..100).map(|_| Record {
+        key: Bytes::from_static(b"small"),
+        blob: Bytes::from(vec![2; 100]),
+    }));
+    for record in &records {
+        wire.push(0);
+        wire.extend_from_slice(&(record.encoded_len() as u32).to_be_bytes());
+        record.encode(&mut wire).unwrap();
+    }
+    let frames = Arc::new(
+        wire.chunks(16 * 1024)
+            .map(Bytes::copy_from_slice)
+            .collect::<Vec<_>>(),
+    );
+    let shared = Arc::clone(&frames);
+    let rt = runtime();
+    let (stream, usage) = measure(|| {
+        rt.block_on(async move {
+            let frames =
+                (0..shared.len()).map(move |i| Ok::<_, Infallible>(Frame::data(shared[i].clone())));
+            let body = StreamBody::new(tokio_stream::iter(frames));
+            let mut stream = Streaming::new_request(decoder, body, None, None);
+            for _ in 0..101 {
+                drop(stream.next().await.unwrap().unwrap());
+            }
+            // Still open: the client may send more.
+            stream
+        })
+    });
+    drop(stream);
+    usage.live_delta
+}
+
+#[test]
+fn tonics_own_read_buffer_keeps_its_high_water_mark_whatever_the_codec() {
+    let stock = open_stream_live(tonic_prost::ProstCodec::<Record, Record>::default().decoder());
+    let adapter = open_stream_live(
+        grpc_stream_codec::tonic::ProstCodec::<Record, Record>::default().decoder(),
+    );
+    eprintln!(
+        "an open stream after one 1 MiB message and 100 small ones holds {stock} bytes with the \
+         stock codec and {adapter} bytes with the adapter codec (tonic's read buffer)"
+    );
+    // Outside any codec's reach: tonic grows its buffer to the largest
+    // message and keeps it for the life of the stream.
+    assert!(adapter >= MIB as isize);
+    assert!(stock >= MIB as isize);
+}
