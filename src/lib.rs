@@ -12,6 +12,7 @@
 //! volo-grpc live behind the `tonic` and `volo` cargo features.
 #![warn(missing_docs)]
 
+pub mod boundary;
 pub mod compression;
 pub mod decode;
 pub mod encode;
@@ -27,5 +28,6 @@ pub mod tonic;
 pub mod volo;
 
 pub use compression::{Compression, CompressionEncoding, CompressionLevel};
+pub use decode::{EnvelopeAssembler, MessageDecoder, Streaming};
 pub use envelope::Limits;
 pub use status::{Code, Status};

@@ -16,14 +16,19 @@
 //! What changes against `tonic_prost::ProstCodec`: a decoded message never
 //! points into tonic's per-stream read buffer. Stock prost decoding slices
 //! that buffer for every `bytes` field (`Bytes` config), so a handler that
-//! keeps a 16-byte field of a 1 MiB message keeps the whole message's memory
-//! alive; with this codec the field owns exactly its 16 bytes. What does not
-//! change: tonic's read buffer itself (it grows to the largest message and is
-//! reused in place) is outside any codec's reach.
+//! keeps a 16-byte field of a 1 MiB message keeps about 1 MiB alive; with
+//! this codec a field of a message above 4 KiB owns exactly its bytes, and
+//! one of a smaller message pins at most this stream's 8 KiB slab (see
+//! [`ProstDecoder`]). The encoder reserves each message's exact length once.
+//!
+//! What does not change: tonic's read buffer itself, which grows to the
+//! largest message received and keeps that size for the life of the stream,
+//! is outside any codec's reach.
 
 mod codec;
 mod decode;
 mod encode;
+pub mod guard;
 mod status;
 
 pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};

@@ -1,0 +1,102 @@
+//! Building and starting the example servers as separate processes.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+
+use crate::arms::Arm;
+use crate::workspace_root;
+
+/// Builds the example server binaries in release mode.
+pub fn build_servers() {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    eprintln!("building the example servers (release)...");
+    let status = Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([
+            "build",
+            "--release",
+            "-p",
+            "tonic-echo",
+            "-p",
+            "volo-echo",
+            "--bins",
+        ])
+        .status()
+        .expect("run cargo build");
+    assert!(status.success(), "building the example servers failed");
+}
+
+/// A running server process.
+pub struct Server {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<std::process::ChildStdout>,
+    /// `127.0.0.1:PORT` the server listens on.
+    pub addr: String,
+}
+
+impl Server {
+    /// Starts the arm's server on an ephemeral port, pinned to CPU 0 with one
+    /// runtime worker thread, and waits until it listens.
+    pub fn start(arm: Arm) -> Server {
+        let (binary, flags) = arm.command();
+        let path = workspace_root().join("target/release").join(binary);
+        let mut command = if crate::measure::cpu_count() > 1 {
+            let mut command = Command::new("taskset");
+            command.arg("-c").arg("0").arg(&path);
+            command
+        } else {
+            Command::new(&path)
+        };
+        command
+            .args(flags)
+            .args(["--listen", "127.0.0.1:0", "--report-memory"])
+            .env("TOKIO_WORKER_THREADS", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        let mut child = command
+            .spawn()
+            .unwrap_or_else(|err| panic!("start {}: {err}", path.display()));
+        let stdin = child.stdin.take();
+        let mut stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let addr = loop {
+            let mut line = String::new();
+            if stdout.read_line(&mut line).expect("read server stdout") == 0 {
+                panic!("{binary} exited before listening");
+            }
+            if let Some(addr) = line.trim().strip_prefix("listening on ") {
+                break addr.to_owned();
+            }
+        };
+        Server {
+            child,
+            stdin,
+            stdout,
+            addr,
+        }
+    }
+
+    /// The server's process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Live heap bytes as the server's counting allocator reports them, if
+    /// the server supports `--report-memory`.
+    pub fn live_bytes(&mut self) -> Option<u64> {
+        let stdin = self.stdin.as_mut()?;
+        writeln!(stdin, "memory").ok()?;
+        stdin.flush().ok()?;
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).ok()?;
+        line.trim().strip_prefix("live_bytes ")?.parse().ok()
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}

@@ -1,0 +1,354 @@
+//! Turning transport frames into messages, one frame at a time.
+
+use std::collections::VecDeque;
+use std::mem;
+
+use bytes::{Buf, Bytes};
+use http::HeaderMap;
+
+use super::buffers::{MessageBuffers, MessageBuilder};
+use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
+use crate::compression::{CompressionEncoding, decompress};
+use crate::envelope::{EnvelopeHeader, HEADER_LEN, Limits};
+use crate::status::{Code, Status};
+
+/// What an [`EnvelopeAssembler`] yields.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decoded {
+    /// One message: decompressed, or in raw mode the whole envelope as
+    /// received (header included, still compressed).
+    Message(Bytes),
+    /// A gRPC-Web trailers frame (flag `0x80`) with its parsed trailers. No
+    /// data may follow it.
+    EndStream(HeaderMap),
+}
+
+/// Assembles gRPC messages from the frames of a body, fed one frame at a time.
+///
+/// Between frames it carries at most the 5 bytes of an incomplete envelope
+/// header: a message's payload goes straight from the frame into the memory
+/// the message will keep ([`MessageBuffers`]), and a frame is never copied
+/// into an intermediate buffer. No message refers to a transport frame, so
+/// holding a message never pins the frame it came in.
+///
+/// Checks, all made on the 5-byte header before anything is allocated for
+/// the payload:
+/// - reserved flag bits are `internal`;
+/// - a length above the receive limit is `resource_exhausted`,
+///   `message size N exceeds limit M` (gRPC-Web trailers: 1 MiB);
+/// - a compressed message on a stream without a `grpc-encoding` is `internal`.
+///
+/// Compressed payloads are decompressed with the receive limit as a bound.
+/// After an error the assembler is finished: every later call returns the
+/// same error and no further byte is parsed.
+///
+/// ```
+/// use bytes::{Buf, Bytes};
+/// use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
+/// use grpc_stream_codec::Limits;
+///
+/// let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
+/// // Two messages, "hi" and "there", split across frames at odd places.
+/// let wire = b"\0\0\0\0\x02hi\0\0\0\0\x05there";
+/// let mut messages = Vec::new();
+/// for frame in [&wire[..3], &wire[3..9], &wire[9..]] {
+///     assembler.push(Bytes::copy_from_slice(frame));
+///     while let Some(decoded) = assembler.next()? {
+///         if let Decoded::Message(message) = decoded {
+///             messages.push(message);
+///         }
+///     }
+/// }
+/// // The body has ended: an envelope cut short would be an error here.
+/// assembler.finish()?;
+/// assert_eq!(messages, ["hi", "there"]);
+/// # Ok::<(), grpc_stream_codec::Status>(())
+/// ```
+#[derive(Debug)]
+pub struct EnvelopeAssembler {
+    buffers: MessageBuffers,
+    max_receive: usize,
+    mode: Mode,
+    /// The unread rest of the frame being parsed.
+    frame: Bytes,
+    /// Frames pushed before `frame` was used up (stays unallocated when the
+    /// caller drains with `next` before each `push`, as it should).
+    queued: VecDeque<Bytes>,
+    state: State,
+}
+
+#[derive(Clone, Copy, Debug)]
+enum Mode {
+    Decode(Option<CompressionEncoding>),
+    Raw,
+}
+
+#[derive(Debug)]
+enum State {
+    /// Between envelopes, holding the first `filled` bytes of the next header.
+    Header {
+        bytes: [u8; HEADER_LEN],
+        filled: usize,
+    },
+    /// Inside an envelope whose payload has partly arrived.
+    Payload {
+        header: EnvelopeHeader,
+        builder: MessageBuilder,
+    },
+    /// After a gRPC-Web trailers frame.
+    Ended,
+    Failed(Status),
+}
+
+const IDLE: State = State::Header {
+    bytes: [0; HEADER_LEN],
+    filled: 0,
+};
+
+impl EnvelopeAssembler {
+    /// An assembler that yields decoded (decompressed) messages.
+    ///
+    /// `encoding` is the stream's `grpc-encoding`: `None` (or `Identity`)
+    /// means a compressed flag is a protocol error.
+    pub fn new(limits: Limits, encoding: Option<CompressionEncoding>) -> Self {
+        Self::with_mode(limits, Mode::Decode(encoding))
+    }
+
+    /// An assembler that yields every message envelope whole, 5-byte header
+    /// included and still compressed, as one contiguous `Bytes`, for code
+    /// that hands bodies on to another gRPC implementation.
+    ///
+    /// The length check and the allocation policy are the same as in
+    /// decoding mode; flags other than the reserved bits are passed through
+    /// unchecked, since the consumer decompresses. gRPC-Web trailers frames
+    /// still come out as [`Decoded::EndStream`].
+    pub fn raw(limits: Limits) -> Self {
+        Self::with_mode(limits, Mode::Raw)
+    }
+
+    fn with_mode(limits: Limits, mode: Mode) -> Self {
+        EnvelopeAssembler {
+            buffers: MessageBuffers::new(),
+            max_receive: limits.max_receive(),
+            mode,
+            frame: Bytes::new(),
+            queued: VecDeque::new(),
+            state: IDLE,
+        }
+    }
+
+    /// Changes the receive limit for envelopes whose header has not been read yet.
+    pub fn set_limits(&mut self, limits: Limits) {
+        self.max_receive = limits.max_receive();
+    }
+
+    /// Hands the assembler the next frame of the body.
+    ///
+    /// Call [`next`](Self::next) until it returns `Ok(None)` before pushing
+    /// the next frame; frames pushed earlier are queued in order.
+    pub fn push(&mut self, frame: Bytes) {
+        if matches!(self.state, State::Failed(_)) || frame.is_empty() {
+            return;
+        }
+        if self.frame.is_empty() {
+            self.frame = frame;
+        } else {
+            self.queued.push_back(frame);
+        }
+    }
+
+    /// The next complete message or trailers, or `Ok(None)` when the pushed
+    /// frames are used up.
+    #[allow(clippy::should_implement_trait)]
+    pub fn next(&mut self) -> Result<Option<Decoded>, Status> {
+        self.step().map_err(|status| self.fail(status))
+    }
+
+    /// Declares the end of the body.
+    ///
+    /// A body that ends inside an envelope (in its header or its payload) is
+    /// an `internal` error, never a clean end. Call it after
+    /// [`next`](Self::next) has returned `Ok(None)`.
+    pub fn finish(&mut self) -> Result<(), Status> {
+        let unread = self.frame.len() + self.queued.iter().map(Bytes::len).sum::<usize>();
+        let outcome = match &self.state {
+            State::Failed(status) => Err(status.clone()),
+            _ if unread > 0 => Err(Status::internal(format!(
+                "body ended with {unread} bytes not yet decoded"
+            ))),
+            State::Ended | State::Header { filled: 0, .. } => Ok(()),
+            State::Header { filled, .. } => Err(Status::internal(format!(
+                "protocol error: body ended inside a message header ({filled} of {HEADER_LEN} bytes)"
+            ))),
+            State::Payload { header, builder } => {
+                let expected = header.len() as usize;
+                Err(Status::internal(format!(
+                    "protocol error: body ended inside a message ({} of {expected} bytes)",
+                    expected - builder.remaining()
+                )))
+            }
+        };
+        outcome.map_err(|status| self.fail(status))
+    }
+
+    /// Whether the assembler is between envelopes with no unread bytes: the
+    /// body could end here cleanly.
+    pub fn is_idle(&self) -> bool {
+        self.frame.is_empty()
+            && self.queued.is_empty()
+            && matches!(self.state, State::Header { filled: 0, .. } | State::Ended)
+    }
+
+    fn fail(&mut self, status: Status) -> Status {
+        // Release the peer's bytes now: nothing after an error is parsed.
+        self.frame = Bytes::new();
+        self.queued = VecDeque::new();
+        self.state = State::Failed(status.clone());
+        status
+    }
+
+    fn step(&mut self) -> Result<Option<Decoded>, Status> {
+        loop {
+            if let State::Failed(status) = &self.state {
+                return Err(status.clone());
+            }
+            if self.frame.is_empty() {
+                // Replace even an empty remnant: it still pins the frame's memory.
+                self.frame = self.queued.pop_front().unwrap_or_default();
+                if self.frame.is_empty() {
+                    return Ok(None);
+                }
+            }
+            match &mut self.state {
+                State::Header { bytes, filled } => {
+                    let wanted = HEADER_LEN - *filled;
+                    let taken = wanted.min(self.frame.len());
+                    bytes[*filled..*filled + taken].copy_from_slice(&self.frame[..taken]);
+                    *filled += taken;
+                    self.frame.advance(taken);
+                    if *filled < HEADER_LEN {
+                        continue;
+                    }
+                    let header = EnvelopeHeader::parse(*bytes)?;
+                    if let Some(decoded) = self.start(header)? {
+                        return Ok(Some(decoded));
+                    }
+                }
+                State::Payload { builder, .. } => {
+                    builder.fill_from(&mut self.frame);
+                    if builder.remaining() > 0 {
+                        continue;
+                    }
+                    let State::Payload { header, builder } = mem::replace(&mut self.state, IDLE)
+                    else {
+                        unreachable!("matched above");
+                    };
+                    return self.complete(header, builder).map(Some);
+                }
+                State::Ended => {
+                    return Err(Status::internal(
+                        "protocol error: data after the gRPC-Web trailers frame",
+                    ));
+                }
+                State::Failed(_) => unreachable!("handled above"),
+            }
+        }
+    }
+
+    /// Checks a complete header and starts its payload. Returns the result
+    /// at once when the frame holds a payload that needs no copy of its own.
+    fn start(&mut self, header: EnvelopeHeader) -> Result<Option<Decoded>, Status> {
+        let len = header.len() as usize;
+        self.check(header)?;
+        self.state = IDLE;
+        if self.is_transient(header) && self.frame.len() >= len {
+            // Read in place: the payload only passes through on its way to a
+            // parsed map or a decompressed buffer.
+            let mut frame = mem::take(&mut self.frame);
+            let decoded = self.transform(header, &frame[..len]);
+            frame.advance(len);
+            self.frame = frame;
+            return decoded.map(Some);
+        }
+        let raw_message = matches!(self.mode, Mode::Raw) && !header.is_trailers();
+        let total = if raw_message { HEADER_LEN + len } else { len };
+        let mut builder = self.buffers.builder(total);
+        if raw_message {
+            builder.extend_from_slice(&header.to_bytes());
+        }
+        if builder.remaining() == 0 {
+            return self.complete(header, builder).map(Some);
+        }
+        self.state = State::Payload { header, builder };
+        Ok(None)
+    }
+
+    /// Whether the payload is turned into something else (trailers, a
+    /// decompressed message) rather than handed out as it is.
+    fn is_transient(&self, header: EnvelopeHeader) -> bool {
+        header.is_trailers() || header.is_compressed() && matches!(self.mode, Mode::Decode(_))
+    }
+
+    fn check(&self, header: EnvelopeHeader) -> Result<(), Status> {
+        let len = header.len() as usize;
+        if header.is_trailers() {
+            if len > MAX_TRAILERS_SIZE {
+                return Err(Status::new(
+                    Code::ResourceExhausted,
+                    format!("gRPC-Web trailers size {len} exceeds limit {MAX_TRAILERS_SIZE}"),
+                ));
+            }
+        } else {
+            crate::envelope::check_size(len, self.max_receive)?;
+        }
+        if header.is_compressed() && (header.is_trailers() || matches!(self.mode, Mode::Decode(_)))
+        {
+            self.encoding()?;
+        }
+        Ok(())
+    }
+
+    fn encoding(&self) -> Result<CompressionEncoding, Status> {
+        match self.mode {
+            Mode::Decode(Some(encoding)) if !encoding.is_identity() => Ok(encoding),
+            _ => Err(Status::internal(
+                "protocol error: compressed message on a stream without a grpc-encoding",
+            )),
+        }
+    }
+
+    /// Turns a complete payload into what the caller receives.
+    fn complete(
+        &mut self,
+        header: EnvelopeHeader,
+        builder: MessageBuilder,
+    ) -> Result<Decoded, Status> {
+        if self.is_transient(header) {
+            self.transform(header, builder.as_slice())
+        } else {
+            Ok(Decoded::Message(builder.finish()))
+        }
+    }
+
+    /// Parses trailers or decompresses a message.
+    fn transform(&mut self, header: EnvelopeHeader, payload: &[u8]) -> Result<Decoded, Status> {
+        if header.is_trailers() {
+            let trailers = if header.is_compressed() {
+                parse_trailers(&self.decompress(payload, MAX_TRAILERS_SIZE)?)?
+            } else {
+                parse_trailers(payload)?
+            };
+            self.state = State::Ended;
+            return Ok(Decoded::EndStream(trailers));
+        }
+        let message = self.decompress(payload, self.max_receive)?;
+        Ok(Decoded::Message(self.buffers.place(message)))
+    }
+
+    fn decompress(&self, mut payload: &[u8], limit: usize) -> Result<Vec<u8>, Status> {
+        let encoding = self.encoding()?;
+        let mut out = Vec::new();
+        decompress(encoding, &mut payload, &mut out, limit)?;
+        Ok(out)
+    }
+}

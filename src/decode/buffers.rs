@@ -1,0 +1,270 @@
+//! Where received messages live: the allocation policy of the receive side.
+//!
+//! A message must never share memory with the transport frame it arrived in,
+//! nor with a per-stream read buffer: either would keep that memory alive for
+//! as long as the application holds the message. So every message is copied
+//! once, into memory chosen by its size:
+//!
+//! - up to [`SMALL_MESSAGE_MAX`] (4 KiB): cut from a per-stream slab of
+//!   [`SLAB_SIZE`] (8 KiB). The slab is allocated on first use and reclaimed
+//!   in place once every message cut from it has been dropped, so a stream of
+//!   small messages allocates nothing in steady state and a held small message
+//!   pins at most one slab;
+//! - above that: one exact allocation per message, returned as
+//!   `Bytes::from(vec)`, so the message is the sole owner of its memory
+//!   (`is_unique()`) and nothing else keeps it alive. While a message is still
+//!   arriving its capacity grows as `min(declared, 2 x received)`: a peer has
+//!   to send half of a message before the receiver allocates all of it.
+
+use bytes::{Buf, Bytes, BytesMut};
+
+/// Largest message cut from the per-stream slab; larger ones get an
+/// allocation of their own.
+pub const SMALL_MESSAGE_MAX: usize = 4 * 1024;
+
+/// Memory a slab costs, bookkeeping included: the most an idle stream keeps.
+pub const SLAB_SIZE: usize = 8 * 1024;
+
+/// What `bytes` allocates next to a shared buffer (its `Shared` header is
+/// 40 bytes on 64-bit targets), rounded up. Taking it off the buffer keeps a
+/// whole slab, header included, within [`SLAB_SIZE`].
+const SLAB_BOOKKEEPING: usize = 64;
+
+/// Usable bytes of a slab.
+const SLAB_CAPACITY: usize = SLAB_SIZE - SLAB_BOOKKEEPING;
+
+const _: () = assert!(SLAB_CAPACITY >= SMALL_MESSAGE_MAX);
+
+/// The allocation policy for received messages, with its per-stream slab.
+///
+/// One `MessageBuffers` belongs to one stream. It holds at most one slab
+/// ([`SLAB_SIZE`], allocated on first use) and nothing of any message it has
+/// handed out beyond that slab.
+///
+/// ```
+/// use bytes::Bytes;
+/// use grpc_stream_codec::decode::MessageBuffers;
+///
+/// let mut buffers = MessageBuffers::new();
+/// // Copy one message out of a larger buffer (a transport frame, a
+/// // framework's read buffer), consuming exactly its bytes.
+/// let mut frame = Bytes::from_static(b"hello world");
+/// let message = buffers.copy_message(&mut frame, 5);
+/// assert_eq!(message, "hello");
+/// assert_eq!(frame, " world");
+/// ```
+#[derive(Debug, Default)]
+pub struct MessageBuffers {
+    /// The unused tail of the current slab; empty (and unallocated) until the
+    /// first small message.
+    slab: BytesMut,
+}
+
+impl MessageBuffers {
+    /// A policy with no slab allocated yet.
+    pub fn new() -> Self {
+        MessageBuffers {
+            slab: BytesMut::new(),
+        }
+    }
+
+    /// Copies `len` bytes from `src` (fewer if `src` holds fewer) into memory
+    /// of their own, consuming them from `src`.
+    ///
+    /// Because every byte is already present, a message above
+    /// [`SMALL_MESSAGE_MAX`] gets one exact allocation.
+    pub fn copy_message(&mut self, src: &mut impl Buf, len: usize) -> Bytes {
+        let mut builder = self.builder(len.min(src.remaining()));
+        builder.fill_from(src);
+        builder.finish()
+    }
+
+    /// Moves an owned buffer (typically decompressed output) into the policy:
+    /// a small one is copied into the slab and freed, a large one keeps its
+    /// allocation, shrunk to its length if needed.
+    pub fn place(&mut self, mut vec: Vec<u8>) -> Bytes {
+        if vec.len() <= SMALL_MESSAGE_MAX {
+            return self.copy_message(&mut vec.as_slice(), vec.len());
+        }
+        // `Bytes::from` a vector with spare capacity allocates a shared
+        // header and leaves the spare bytes allocated for the message's life.
+        vec.shrink_to_fit();
+        Bytes::from(vec)
+    }
+
+    /// Starts a message of `len` bytes that will arrive in pieces.
+    ///
+    /// Nothing of size `len` is allocated here: a small message reserves its
+    /// room in the slab, a large one allocates as its bytes arrive.
+    pub fn builder(&mut self, len: usize) -> MessageBuilder {
+        let storage = if len == 0 {
+            Storage::Slab(BytesMut::new())
+        } else if len <= SMALL_MESSAGE_MAX {
+            Storage::Slab(self.carve(len))
+        } else {
+            Storage::Exact(Vec::new())
+        };
+        MessageBuilder {
+            declared: len,
+            storage,
+        }
+    }
+
+    /// Takes the next `len` bytes of slab capacity as a buffer of their own.
+    fn carve(&mut self, len: usize) -> BytesMut {
+        // The slab handle is always empty here: every carve splits off all
+        // the bytes it hands out, so `capacity()` is the free tail.
+        if self.slab.capacity() < len && !self.slab.try_reclaim(len) {
+            // Some message cut from this slab is still alive: leave the old
+            // slab to it and start another.
+            self.slab = BytesMut::with_capacity(SLAB_CAPACITY);
+        }
+        let rest = self.slab.split_off(len);
+        std::mem::replace(&mut self.slab, rest)
+    }
+}
+
+/// A message being assembled from pieces, created by
+/// [`MessageBuffers::builder`].
+///
+/// ```
+/// use grpc_stream_codec::decode::MessageBuffers;
+///
+/// let mut buffers = MessageBuffers::new();
+/// let mut builder = buffers.builder(10_000);
+/// builder.extend_from_slice(&[1; 6_000]);
+/// assert_eq!(builder.remaining(), 4_000);
+/// builder.extend_from_slice(&[2; 6_000]); // only 4 000 are taken
+/// let message = builder.finish();
+/// assert_eq!(message.len(), 10_000);
+/// assert!(message.is_unique());
+/// ```
+#[derive(Debug)]
+pub struct MessageBuilder {
+    declared: usize,
+    storage: Storage,
+}
+
+#[derive(Debug)]
+enum Storage {
+    /// A region of the slab whose capacity is exactly the message length.
+    Slab(BytesMut),
+    /// A vector that grows towards the message length.
+    Exact(Vec<u8>),
+}
+
+impl MessageBuilder {
+    /// Bytes still missing.
+    pub fn remaining(&self) -> usize {
+        self.declared - self.as_slice().len()
+    }
+
+    /// The bytes received so far.
+    pub fn as_slice(&self) -> &[u8] {
+        match &self.storage {
+            Storage::Slab(region) => region,
+            Storage::Exact(vec) => vec,
+        }
+    }
+
+    /// Appends as much of `bytes` as the message still needs and returns how
+    /// many were taken.
+    pub fn extend_from_slice(&mut self, bytes: &[u8]) -> usize {
+        let taken = bytes.len().min(self.remaining());
+        let bytes = &bytes[..taken];
+        match &mut self.storage {
+            // The region was carved at the message's length: never reallocates.
+            Storage::Slab(region) => region.extend_from_slice(bytes),
+            Storage::Exact(vec) => {
+                reserve_for(vec, self.declared, vec.len() + taken);
+                vec.extend_from_slice(bytes);
+            }
+        }
+        taken
+    }
+
+    /// Appends as much of `src` as the message still needs, consuming it
+    /// from `src`, and returns how many bytes were taken.
+    pub fn fill_from(&mut self, src: &mut impl Buf) -> usize {
+        let wanted = src.remaining().min(self.remaining());
+        if let Storage::Exact(vec) = &mut self.storage {
+            // Everything in `src` is already here: grow once for all of it.
+            reserve_for(vec, self.declared, vec.len() + wanted);
+        }
+        let mut taken = 0;
+        while taken < wanted {
+            let chunk = src.chunk();
+            let n = self.extend_from_slice(&chunk[..chunk.len().min(wanted - taken)]);
+            src.advance(n);
+            taken += n;
+        }
+        taken
+    }
+
+    /// The message. A builder finished early yields the bytes received so far.
+    pub fn finish(self) -> Bytes {
+        match self.storage {
+            Storage::Slab(region) => region.freeze(),
+            Storage::Exact(mut vec) => {
+                vec.shrink_to_fit();
+                Bytes::from(vec)
+            }
+        }
+    }
+}
+
+/// Grows `vec` so it can hold `needed` bytes of a `declared`-byte message.
+///
+/// Capacity never exceeds `min(declared, 2 x needed)`, so memory follows the
+/// bytes actually received. Below half the message it also stays within
+/// `declared / 2`: the step to the full length then copies at most half of it,
+/// which caps the moment both blocks are alive at 1.5x the message instead of
+/// 2x. Reaching the full length is always an exact allocation.
+fn reserve_for(vec: &mut Vec<u8>, declared: usize, needed: usize) {
+    if needed <= vec.capacity() {
+        return;
+    }
+    let doubled = needed.saturating_mul(2);
+    let target = if doubled >= declared {
+        declared
+    } else {
+        doubled.min(declared / 2).max(needed)
+    };
+    vec.reserve_exact(target - vec.len());
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_is_bounded_by_received_and_ends_exact() {
+        let declared = 1 << 20;
+        let mut vec = Vec::new();
+        let mut received = 0;
+        while received < declared {
+            let n = (16 * 1024).min(declared - received);
+            received += n;
+            reserve_for(&mut vec, declared, received);
+            vec.resize(received, 0);
+            assert!(vec.capacity() <= declared.min(2 * received));
+            assert!(vec.capacity() >= received);
+        }
+        assert_eq!(vec.capacity(), declared);
+    }
+
+    #[test]
+    fn first_piece_of_half_or_more_is_exact() {
+        let mut vec = Vec::new();
+        reserve_for(&mut vec, 10_000, 5_000);
+        assert_eq!(vec.capacity(), 10_000);
+    }
+
+    #[test]
+    fn small_messages_share_one_slab() {
+        let mut buffers = MessageBuffers::new();
+        let a = buffers.copy_message(&mut &[1u8; 100][..], 100);
+        let b = buffers.copy_message(&mut &[2u8; 100][..], 100);
+        assert_eq!(a.as_ptr() as usize + 100, b.as_ptr() as usize);
+    }
+}

@@ -1,0 +1,153 @@
+//! [`EncodeBody`]: an [`EncodeStream`] as an HTTP body.
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http::HeaderMap;
+use http_body::{Body, Frame};
+use pin_project_lite::pin_project;
+
+use super::batch::IntoNodes;
+use super::encoder::MessageEncoder;
+use super::stream::EncodeStream;
+use crate::status::{Code, Status};
+
+/// Which side of a call an [`EncodeBody`] is the body of.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BodyMode {
+    /// A request body. The first error is returned as the body's error
+    /// (the HTTP client then resets the stream); a clean end is a plain end
+    /// of body, without trailers.
+    Client,
+    /// A response body. It always ends with a trailers frame carrying the
+    /// final status: `grpc-status: 0` when the messages ended, or the first
+    /// error's code, message, details and metadata. Nothing is sent after
+    /// the first error, since a response carries one status.
+    Server,
+}
+
+pin_project! {
+    /// An HTTP body sending the batches of an [`EncodeStream`], one data frame
+    /// per byte node, in order.
+    ///
+    /// What happens at the end and on an error depends on the [`BodyMode`].
+    ///
+    /// ```
+    /// use bytes::BufMut;
+    /// use futures_util::stream;
+    /// use grpc_stream_codec::Status;
+    /// use grpc_stream_codec::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
+    /// use http_body_util::BodyExt;
+    /// use linkedbytes::LinkedBytes;
+    ///
+    /// struct Raw;
+    ///
+    /// impl MessageEncoder for Raw {
+    ///     type Item = &'static [u8];
+    ///
+    ///     fn encode(&mut self, item: &'static [u8], dst: &mut LinkedBytes) -> Result<(), Status> {
+    ///         dst.put_slice(item);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let source = stream::iter([Ok(&b"reply"[..])]);
+    /// let body = EncodeBody::server(EncodeStream::new(source, Raw, EncodeConfig::default()));
+    /// let collected = body.collect().await?;
+    /// assert_eq!(collected.trailers().unwrap()["grpc-status"], "0");
+    /// assert_eq!(collected.to_bytes(), &b"\0\0\0\0\x05reply"[..]);
+    /// # Ok::<(), Status>(())
+    /// # }).unwrap();
+    /// ```
+    #[derive(Debug)]
+    pub struct EncodeBody<S, E: MessageEncoder> {
+        #[pin]
+        stream: EncodeStream<S, E>,
+        mode: BodyMode,
+        // Nodes of the current batch not yet sent.
+        nodes: Option<IntoNodes>,
+        // The final status (server) or error (client) was produced.
+        finished: bool,
+    }
+}
+
+impl<S, E: MessageEncoder> EncodeBody<S, E> {
+    /// A body for `stream` in the given mode.
+    pub fn new(stream: EncodeStream<S, E>, mode: BodyMode) -> Self {
+        Self {
+            stream,
+            mode,
+            nodes: None,
+            finished: false,
+        }
+    }
+
+    /// A request body: see [`BodyMode::Client`].
+    pub fn client(stream: EncodeStream<S, E>) -> Self {
+        Self::new(stream, BodyMode::Client)
+    }
+
+    /// A response body, ending with trailers: see [`BodyMode::Server`].
+    pub fn server(stream: EncodeStream<S, E>) -> Self {
+        Self::new(stream, BodyMode::Server)
+    }
+
+    /// The mode this body was built with.
+    pub fn mode(&self) -> BodyMode {
+        self.mode
+    }
+}
+
+impl<S, E> Body for EncodeBody<S, E>
+where
+    S: Stream<Item = Result<E::Item, Status>>,
+    E: MessageEncoder,
+{
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        let mut this = self.project();
+        loop {
+            if let Some(node) = this.nodes.as_mut().and_then(Iterator::next) {
+                return Poll::Ready(Some(Ok(Frame::data(node))));
+            }
+            *this.nodes = None;
+            if *this.finished {
+                return Poll::Ready(None);
+            }
+            let end = match this.stream.as_mut().poll_next(cx) {
+                Poll::Pending => return Poll::Pending,
+                Poll::Ready(Some(Ok(batch))) => {
+                    *this.nodes = Some(batch.into_nodes());
+                    continue;
+                }
+                Poll::Ready(Some(Err(error))) => Err(error),
+                Poll::Ready(None) => Ok(()),
+            };
+            *this.finished = true;
+            return Poll::Ready(match (*this.mode, end) {
+                (BodyMode::Client, Ok(())) => None,
+                (BodyMode::Client, Err(error)) => Some(Err(error)),
+                (BodyMode::Server, Ok(())) => Some(Ok(trailers(Status::new(Code::Ok, "")))),
+                (BodyMode::Server, Err(error)) => Some(Ok(trailers(error))),
+            });
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.finished && self.nodes.as_ref().is_none_or(|nodes| nodes.len() == 0)
+    }
+}
+
+fn trailers(status: Status) -> Frame<Bytes> {
+    let mut headers = HeaderMap::new();
+    status.into_headers(&mut headers);
+    Frame::trailers(headers)
+}

@@ -1,0 +1,341 @@
+//! The batch buffer: a reused [`LinkedBytes`] that messages are encoded
+//! into, with positions that survive zero-copy inserts, and the cut that
+//! turns its contents into an [`EncodedBatch`].
+
+use std::mem;
+
+use bytes::{Buf, Bytes, BytesMut};
+use linkedbytes::{LinkedBytes, Node};
+
+use super::batch::EncodedBatch;
+use crate::status::Status;
+
+/// Spare room below which a new batch reserves a fresh stretch: enough for
+/// the message that crosses the threshold without regrowing mid-message.
+const BATCH_SLACK: usize = 4 * 1024;
+
+/// Cap on what a batch reserves up front, whatever the threshold: a large
+/// threshold should not make a one-message batch allocate megabytes.
+const MAX_BATCH_RESERVE: usize = 256 * 1024;
+
+/// A position in the buffer, taken before a message is written.
+///
+/// `LinkedBytes::insert` and `split` move the trailing buffer into the node
+/// list but never reorder or rewrite bytes, so the position stays valid as
+/// "node `node`, byte `offset`" once the list has grown past `node`, and as
+/// "trailing buffer, byte `offset`" until then.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Mark {
+    node: usize,
+    offset: usize,
+    /// Bytes in the whole buffer before this position.
+    pos: usize,
+}
+
+pub(crate) struct BatchBuffer {
+    buf: LinkedBytes,
+    /// What a new batch reserves, and the most copied-in bytes a batch may
+    /// hold for its allocation to be kept for the next batch.
+    reserve: usize,
+    retain: usize,
+    /// Nodes in `buf`'s list and their total length. `LinkedBytes` does not
+    /// report its list length, and the list only grows at the back, so new
+    /// nodes are counted after each message: amortised O(1) per node.
+    nodes: usize,
+    node_bytes: usize,
+    messages: usize,
+}
+
+impl BatchBuffer {
+    /// A buffer for batches of about `threshold` bytes.
+    pub(crate) fn new(threshold: usize) -> Self {
+        let reserve = threshold.min(MAX_BATCH_RESERVE) + BATCH_SLACK;
+        Self {
+            buf: LinkedBytes::with_capacity(0),
+            reserve,
+            retain: 2 * reserve,
+            nodes: 0,
+            node_bytes: 0,
+            messages: 0,
+        }
+    }
+
+    /// Where encoders write.
+    pub(crate) fn dst(&mut self) -> &mut LinkedBytes {
+        &mut self.buf
+    }
+
+    /// The trailing buffer, for prefixes and compressed payloads.
+    pub(crate) fn tail(&mut self) -> &mut BytesMut {
+        self.buf.bytes_mut()
+    }
+
+    /// Completed messages since the last cut.
+    pub(crate) fn messages(&self) -> usize {
+        self.messages
+    }
+
+    /// Bytes written since the last cut. Exact after `mark`/`written_since`;
+    /// the stream only asks between messages, after both.
+    pub(crate) fn len(&self) -> usize {
+        self.node_bytes + self.buf.bytes().len()
+    }
+
+    /// Makes room for a new batch, reusing the trailing buffer's allocation.
+    ///
+    /// After a cut the trailing buffer keeps the unused end of its
+    /// allocation, and `BytesMut::reserve` reclaims the whole allocation in
+    /// place once the consumer has dropped the previous batches. So a stream
+    /// whose batches are sent before the next is encoded allocates nothing
+    /// per batch, and one whose consumer holds on allocates once per batch.
+    pub(crate) fn prepare_batch(&mut self) {
+        let tail = self.buf.bytes_mut();
+        if tail.capacity() - tail.len() < BATCH_SLACK {
+            tail.reserve(self.reserve);
+        }
+    }
+
+    /// Reserves `additional` bytes in the trailing buffer.
+    pub(crate) fn reserve(&mut self, additional: usize) {
+        self.buf.reserve(additional);
+    }
+
+    /// The current end of the buffer.
+    pub(crate) fn mark(&mut self) -> Mark {
+        self.count_new_nodes();
+        Mark {
+            node: self.nodes,
+            offset: self.buf.bytes().len(),
+            pos: self.len(),
+        }
+    }
+
+    /// Bytes written after `mark`.
+    pub(crate) fn written_since(&mut self, mark: Mark) -> usize {
+        self.count_new_nodes();
+        self.len() - mark.pos
+    }
+
+    /// Overwrites the bytes at `mark` (a prefix placeholder) with `bytes`.
+    pub(crate) fn write_at(&mut self, mark: Mark, bytes: &[u8]) -> Result<(), Status> {
+        self.count_new_nodes();
+        let target: &mut [u8] = if mark.node < self.nodes {
+            // The trailing buffer holding the placeholder was split off into
+            // this node by an insert: it is always a `BytesMut` node.
+            match self.buf.get_list_mut(mark.node) {
+                Some(Node::BytesMut(node)) => node,
+                _ => return Err(moved()),
+            }
+        } else {
+            self.buf.bytes_mut()
+        };
+        match target.get_mut(mark.offset..mark.offset + bytes.len()) {
+            Some(dst) => {
+                dst.copy_from_slice(bytes);
+                Ok(())
+            }
+            None => Err(moved()),
+        }
+    }
+
+    /// Counts a message written since the last cut as complete.
+    pub(crate) fn finish_message(&mut self) {
+        self.messages += 1;
+    }
+
+    /// Moves everything before `cut` (or everything, with `None`) out as a
+    /// batch, drops the rest, and leaves the buffer empty for reuse.
+    ///
+    /// Nodes are moved, never copied; the trailing buffer is split off, so
+    /// its unused capacity stays here for the next batch.
+    pub(crate) fn take(&mut self, cut: Option<Mark>) -> EncodedBatch {
+        self.count_new_nodes();
+        let nodes = self.nodes;
+        let (keep, cut_offset) = match cut {
+            Some(mark) if mark.node < nodes => (mark.node, Some(mark.offset)),
+            _ => (nodes, None),
+        };
+        let mut batch = EncodedBatch::with_node_hint(keep + 1);
+        let mut copied = self.buf.bytes().len();
+        for index in 0..nodes {
+            // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy:
+            // it requires a `BytesMut` head and unsplits `BytesMut` nodes.
+            let Some(slot) = self.buf.get_list_mut(index) else {
+                break;
+            };
+            let node = mem::replace(slot, Node::BytesMut(BytesMut::new()));
+            if let Node::BytesMut(bytes) = &node {
+                copied += bytes.len();
+            }
+            if index < keep {
+                batch.push(node_bytes(node));
+            } else if index == keep
+                && let Some(offset) = cut_offset
+            {
+                let mut bytes = node_bytes(node);
+                bytes.truncate(offset);
+                batch.push(bytes);
+            }
+        }
+        let tail = self.buf.bytes_mut();
+        match cut {
+            None => batch.push(tail.split().freeze()),
+            Some(mark) if mark.node >= nodes => {
+                batch.push(tail.split_to(mark.offset.min(tail.len())).freeze());
+                tail.clear();
+            }
+            Some(_) => tail.clear(),
+        }
+        if cut.is_some() || copied > self.retain {
+            // The trailing buffer shares the allocation its split-off parts
+            // came from. After an unusually large batch, let that allocation
+            // go with the batch rather than pin it for the stream's life.
+            *tail = BytesMut::new();
+        }
+        // Empties the node list, keeping its capacity and the tail's.
+        self.buf.reset();
+        self.nodes = 0;
+        self.node_bytes = 0;
+        batch.finish(mem::take(&mut self.messages))
+    }
+
+    fn count_new_nodes(&mut self) {
+        while let Some(node) = self.buf.get_list_mut(self.nodes) {
+            self.node_bytes += node.as_ref().len();
+            self.nodes += 1;
+        }
+    }
+}
+
+fn node_bytes(node: Node) -> Bytes {
+    match node {
+        Node::Bytes(bytes) => bytes,
+        Node::BytesMut(bytes) => bytes.freeze(),
+        Node::FastStr(text) => text.into_bytes(),
+    }
+}
+
+fn moved() -> Status {
+    Status::internal("message encoder moved bytes it did not write (envelope prefix lost)")
+}
+
+/// A [`Buf`] over the nodes of a batch, for compressing a message that
+/// spans several nodes without first joining them.
+pub(crate) struct NodesBuf<'a> {
+    nodes: &'a [Bytes],
+    offset: usize,
+    remaining: usize,
+}
+
+impl<'a> NodesBuf<'a> {
+    pub(crate) fn new(nodes: &'a [Bytes]) -> Self {
+        Self {
+            nodes,
+            offset: 0,
+            remaining: nodes.iter().map(Bytes::len).sum(),
+        }
+    }
+}
+
+impl Buf for NodesBuf<'_> {
+    fn remaining(&self) -> usize {
+        self.remaining
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.nodes.first().map_or(&[], |node| &node[self.offset..])
+    }
+
+    fn advance(&mut self, mut cnt: usize) {
+        assert!(cnt <= self.remaining, "advance past the end of the nodes");
+        self.remaining -= cnt;
+        while let Some(node) = self.nodes.first() {
+            let left = node.len() - self.offset;
+            if cnt < left {
+                self.offset += cnt;
+                return;
+            }
+            cnt -= left;
+            self.nodes = &self.nodes[1..];
+            self.offset = 0;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::BufMut;
+
+    use super::*;
+
+    #[test]
+    fn placeholder_is_found_after_an_insert_split_it_off() {
+        let mut buffer = BatchBuffer::new(0);
+        buffer.tail().put_slice(b"done|");
+        let mark = buffer.mark();
+        buffer.tail().put_slice(&[0; 5]);
+        buffer.dst().put_slice(b"head");
+        buffer.dst().insert(Bytes::from_static(b"BODY"));
+        buffer.dst().put_slice(b"tail");
+        assert_eq!(buffer.written_since(mark), 17);
+        buffer.write_at(mark, b"PFX!!").unwrap();
+        buffer.finish_message();
+        let batch = buffer.take(None);
+        assert_eq!(
+            batch.nodes(),
+            [&b"done|PFX!!head"[..], &b"BODY"[..], &b"tail"[..]]
+        );
+        assert_eq!(batch.message_count(), 1);
+        assert_eq!(buffer.len(), 0);
+    }
+
+    #[test]
+    fn cut_drops_the_partial_message_in_a_node() {
+        let mut buffer = BatchBuffer::new(0);
+        buffer.tail().put_slice(b"kept");
+        buffer.finish_message();
+        let mark = buffer.mark();
+        buffer.tail().put_slice(b"part");
+        buffer.dst().insert(Bytes::from_static(b"ial"));
+        let batch = buffer.take(Some(mark));
+        assert_eq!(batch.nodes(), [&b"kept"[..]]);
+        assert_eq!(batch.message_count(), 1);
+    }
+
+    #[test]
+    fn cut_drops_the_partial_message_in_the_tail() {
+        let mut buffer = BatchBuffer::new(0);
+        buffer.dst().insert(Bytes::from_static(b"kept"));
+        buffer.tail().put_slice(b"also");
+        let mark = buffer.mark();
+        buffer.tail().put_slice(b"partial");
+        let batch = buffer.take(Some(mark));
+        assert_eq!(batch.nodes(), [&b"kept"[..], &b"also"[..]]);
+    }
+
+    #[test]
+    fn buffer_is_reusable_after_a_take_with_inserts() {
+        let mut buffer = BatchBuffer::new(0);
+        for round in 0..3u8 {
+            // An insert into an empty tail makes a `Bytes` head node.
+            buffer.dst().insert(Bytes::from(vec![round; 3]));
+            buffer.tail().put_slice(&[round + 10]);
+            let batch = buffer.take(None);
+            assert_eq!(batch.to_bytes(), &[round, round, round, round + 10][..]);
+        }
+    }
+
+    #[test]
+    fn nodes_buf_reads_across_nodes() {
+        let nodes = [Bytes::from_static(b"ab"), Bytes::from_static(b"cde")];
+        let mut buf = NodesBuf::new(&nodes);
+        assert_eq!(buf.remaining(), 5);
+        buf.advance(1);
+        assert_eq!(buf.chunk(), b"b");
+        buf.advance(2);
+        assert_eq!(buf.chunk(), b"de");
+        assert_eq!(buf.copy_to_bytes(2), &b"de"[..]);
+        assert_eq!(buf.remaining(), 0);
+        assert_eq!(buf.chunk(), b"");
+    }
+}

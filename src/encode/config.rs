@@ -1,0 +1,92 @@
+//! [`EncodeConfig`]: batching threshold, compression and send limit.
+
+use crate::compression::Compression;
+use crate::envelope::Limits;
+
+/// Default soft batch threshold: 32 KiB, the size tonic batches ready
+/// messages up to.
+pub const DEFAULT_BATCH_THRESHOLD: usize = 32 * 1024;
+
+/// How an [`EncodeStream`](super::EncodeStream) frames messages.
+///
+/// ```
+/// use grpc_stream_codec::encode::EncodeConfig;
+/// use grpc_stream_codec::{Compression, CompressionEncoding, Limits};
+///
+/// let config = EncodeConfig::new()
+///     .with_batch_threshold(64 * 1024)
+///     .with_compression(Some(Compression::new(CompressionEncoding::Zstd)))
+///     .with_limits(Limits::new().with_max_send(1 << 20));
+/// assert_eq!(config.max_send(), 1 << 20);
+/// ```
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct EncodeConfig {
+    batch_threshold: usize,
+    compression: Option<Compression>,
+    max_send: usize,
+}
+
+impl Default for EncodeConfig {
+    fn default() -> Self {
+        Self {
+            batch_threshold: DEFAULT_BATCH_THRESHOLD,
+            compression: None,
+            max_send: usize::MAX,
+        }
+    }
+}
+
+impl EncodeConfig {
+    /// Threshold 32 KiB, no compression, no send limit.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Sets the soft batch threshold in bytes.
+    ///
+    /// While the source has messages ready they are appended to one batch
+    /// until it holds at least this many bytes; a message is never split to
+    /// meet it. `0` yields one message per batch.
+    pub fn with_batch_threshold(mut self, threshold: usize) -> Self {
+        self.batch_threshold = threshold;
+        self
+    }
+
+    /// Sets the per-message compression. `None` and `Some(Identity)` both
+    /// send the raw payload with flag 0.
+    pub fn with_compression(mut self, compression: Option<Compression>) -> Self {
+        self.compression = compression;
+        self
+    }
+
+    /// Sets the largest wire length (after compression) of one message.
+    pub fn with_max_send(mut self, limit: usize) -> Self {
+        self.max_send = limit;
+        self
+    }
+
+    /// Takes the send limit from `limits`.
+    pub fn with_limits(self, limits: Limits) -> Self {
+        self.with_max_send(limits.max_send())
+    }
+
+    /// The soft batch threshold in bytes.
+    pub fn batch_threshold(&self) -> usize {
+        self.batch_threshold
+    }
+
+    /// The configured compression.
+    pub fn compression(&self) -> Option<Compression> {
+        self.compression
+    }
+
+    /// The send limit in bytes (`usize::MAX` when unlimited).
+    pub fn max_send(&self) -> usize {
+        self.max_send
+    }
+
+    /// The compression actually applied: `Identity` is no compression.
+    pub(crate) fn effective_compression(&self) -> Option<Compression> {
+        self.compression.filter(|c| !c.encoding.is_identity())
+    }
+}

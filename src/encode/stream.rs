@@ -1,0 +1,264 @@
+//! [`EncodeStream`]: batches ready messages into framed byte nodes.
+
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::BufMut;
+use futures_core::Stream;
+use pin_project_lite::pin_project;
+
+use super::batch::EncodedBatch;
+use super::buffer::{BatchBuffer, Mark, NodesBuf};
+use super::config::EncodeConfig;
+use super::encoder::MessageEncoder;
+use crate::compression::Compression;
+use crate::envelope::{EnvelopeHeader, HEADER_LEN, check_size};
+use crate::status::Status;
+
+/// The envelope's length field is a `u32`: no payload may exceed it,
+/// whatever the configured send limit.
+const MAX_PAYLOAD: usize = u32::MAX as usize;
+
+pin_project! {
+    /// Encodes a stream of messages into batches of framed gRPC messages.
+    ///
+    /// While the source has messages ready, they are encoded one after the
+    /// other into the same buffer until it holds at least the batch threshold
+    /// ([`EncodeConfig::with_batch_threshold`]); the batch is yielded then, or
+    /// as soon as the source returns `Pending`, ends or fails, so a message is
+    /// never held back waiting for more. Each message gets its 5-byte prefix;
+    /// compression is per message.
+    ///
+    /// Errors:
+    /// - a **source** error is yielded after the messages completed before it,
+    ///   and the stream goes on with the source's next item;
+    /// - an **encode** error (from the [`MessageEncoder`], compression, or the
+    ///   send limit) is yielded after the completed messages, the message
+    ///   being encoded is discarded, and the stream ends.
+    ///
+    /// ```
+    /// use bytes::{BufMut, Bytes};
+    /// use futures_util::{StreamExt, stream};
+    /// use grpc_stream_codec::Status;
+    /// use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
+    /// use linkedbytes::LinkedBytes;
+    ///
+    /// struct Raw;
+    ///
+    /// impl MessageEncoder for Raw {
+    ///     type Item = &'static [u8];
+    ///
+    ///     fn encode(&mut self, item: &'static [u8], dst: &mut LinkedBytes) -> Result<(), Status> {
+    ///         dst.put_slice(item);
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// # tokio::runtime::Builder::new_current_thread().build().unwrap().block_on(async {
+    /// let source = stream::iter([Ok(&b"hi"[..]), Ok(&b"there"[..])]);
+    /// let mut batches = EncodeStream::new(source, Raw, EncodeConfig::default());
+    ///
+    /// // Both messages were ready, so they share one batch.
+    /// let batch = batches.next().await.unwrap()?;
+    /// assert_eq!(batch.message_count(), 2);
+    /// assert_eq!(batch.to_bytes(), &b"\0\0\0\0\x02hi\0\0\0\0\x05there"[..]);
+    /// assert!(batches.next().await.is_none());
+    /// # Ok::<(), Status>(())
+    /// # }).unwrap();
+    /// ```
+    pub struct EncodeStream<S, E: MessageEncoder> {
+        #[pin]
+        source: S,
+        encoder: E,
+        config: EncodeConfig,
+        buffer: BatchBuffer,
+        // Compressed messages are encoded here first, then compressed into
+        // `buffer`; created on the first compressed message.
+        scratch: Option<BatchBuffer>,
+        // An error to yield after the batch just returned.
+        error: Option<Status>,
+        // The source ended or an encode error ended the stream.
+        done: bool,
+    }
+}
+
+impl<S, E: MessageEncoder> EncodeStream<S, E> {
+    /// Encodes `source` with `encoder`, framed as `config` says.
+    pub fn new(source: S, encoder: E, config: EncodeConfig) -> Self {
+        Self {
+            source,
+            encoder,
+            config,
+            buffer: BatchBuffer::new(config.batch_threshold()),
+            scratch: None,
+            error: None,
+            done: false,
+        }
+    }
+
+    /// The configuration in use.
+    pub fn config(&self) -> &EncodeConfig {
+        &self.config
+    }
+
+    /// Whether the stream has ended: it will yield nothing more.
+    pub fn is_terminated(&self) -> bool {
+        self.done && self.error.is_none()
+    }
+}
+
+impl<S, E> Stream for EncodeStream<S, E>
+where
+    S: Stream<Item = Result<E::Item, Status>>,
+    E: MessageEncoder,
+{
+    type Item = Result<EncodedBatch, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut this = self.project();
+        if let Some(error) = this.error.take() {
+            return Poll::Ready(Some(Err(error)));
+        }
+        if *this.done {
+            return Poll::Ready(None);
+        }
+        let threshold = this.config.batch_threshold();
+        loop {
+            let buffer = &mut *this.buffer;
+            if buffer.messages() > 0 && buffer.len() >= threshold {
+                return Poll::Ready(Some(Ok(buffer.take(None))));
+            }
+            let item = match this.source.as_mut().poll_next(cx) {
+                Poll::Ready(Some(Ok(item))) => item,
+                Poll::Ready(Some(Err(error))) => {
+                    if buffer.messages() == 0 {
+                        return Poll::Ready(Some(Err(error)));
+                    }
+                    *this.error = Some(error);
+                    return Poll::Ready(Some(Ok(buffer.take(None))));
+                }
+                Poll::Ready(None) => {
+                    *this.done = true;
+                    return Poll::Ready(flush(buffer).map(Ok));
+                }
+                Poll::Pending => {
+                    return match flush(buffer) {
+                        Some(batch) => Poll::Ready(Some(Ok(batch))),
+                        None => Poll::Pending,
+                    };
+                }
+            };
+            if buffer.messages() == 0 {
+                buffer.prepare_batch();
+            }
+            let encoded = match this.config.effective_compression() {
+                None => encode_plain(this.encoder, item, buffer, this.config.max_send()),
+                Some(compression) => {
+                    let scratch = this.scratch.get_or_insert_with(|| BatchBuffer::new(0));
+                    encode_compressed(
+                        this.encoder,
+                        item,
+                        buffer,
+                        scratch,
+                        compression,
+                        this.config.max_send(),
+                    )
+                }
+            };
+            if let Err((error, partial)) = encoded {
+                *this.done = true;
+                // Cut even with no completed message: the partial bytes go.
+                let batch = buffer.take(Some(partial));
+                if batch.message_count() == 0 {
+                    return Poll::Ready(Some(Err(error)));
+                }
+                *this.error = Some(error);
+                return Poll::Ready(Some(Ok(batch)));
+            }
+            buffer.finish_message();
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        if self.is_terminated() {
+            (0, Some(0))
+        } else {
+            (0, None)
+        }
+    }
+}
+
+impl<S, E: MessageEncoder> fmt::Debug for EncodeStream<S, E> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("EncodeStream")
+            .field("config", &self.config)
+            .field("buffered_messages", &self.buffer.messages())
+            .field("done", &self.done)
+            .finish_non_exhaustive()
+    }
+}
+
+fn flush(buffer: &mut BatchBuffer) -> Option<EncodedBatch> {
+    (buffer.messages() > 0).then(|| buffer.take(None))
+}
+
+/// Encodes one uncompressed message straight into the batch buffer. On
+/// error, returns where the message started so the caller can cut it off.
+fn encode_plain<E: MessageEncoder>(
+    encoder: &mut E,
+    item: E::Item,
+    buffer: &mut BatchBuffer,
+    max_send: usize,
+) -> Result<(), (Status, Mark)> {
+    let limit = max_send.min(MAX_PAYLOAD);
+    let start = buffer.mark();
+    let at_start = |error| (error, start);
+    let exact = encoder.exact_len(&item);
+    if let Some(len) = exact {
+        // Refuse before encoding anything of an oversized message.
+        check_size(len, limit).map_err(at_start)?;
+        buffer.reserve(HEADER_LEN + len);
+    }
+    // With an exact length the prefix is final now; otherwise a placeholder.
+    let declared = exact.unwrap_or(0);
+    buffer
+        .tail()
+        .put_slice(&EnvelopeHeader::message(false, declared as u32).to_bytes());
+    encoder.encode(item, buffer.dst()).map_err(at_start)?;
+    let len = buffer.written_since(start) - HEADER_LEN;
+    check_size(len, limit).map_err(at_start)?;
+    if exact != Some(len) {
+        let prefix = EnvelopeHeader::message(false, len as u32).to_bytes();
+        buffer.write_at(start, &prefix).map_err(at_start)?;
+    }
+    Ok(())
+}
+
+/// Encodes one message into `scratch`, then compresses all its nodes into
+/// the batch buffer behind a backfilled prefix.
+fn encode_compressed<E: MessageEncoder>(
+    encoder: &mut E,
+    item: E::Item,
+    buffer: &mut BatchBuffer,
+    scratch: &mut BatchBuffer,
+    compression: Compression,
+    max_send: usize,
+) -> Result<(), (Status, Mark)> {
+    let limit = max_send.min(MAX_PAYLOAD);
+    let start = buffer.mark();
+    let at_start = |error| (error, start);
+    let encoded = encoder.encode(item, scratch.dst());
+    let payload = scratch.take(None);
+    encoded.map_err(at_start)?;
+    buffer.tail().put_slice(&[0; HEADER_LEN]);
+    let mut input = NodesBuf::new(payload.nodes());
+    compression
+        .compress(&mut input, buffer.tail())
+        .map_err(at_start)?;
+    drop(payload);
+    let len = buffer.written_since(start) - HEADER_LEN;
+    check_size(len, limit).map_err(at_start)?;
+    let prefix = EnvelopeHeader::message(true, len as u32).to_bytes();
+    buffer.write_at(start, &prefix).map_err(at_start)
+}
