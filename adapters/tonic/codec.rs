@@ -114,7 +114,10 @@ where
 ///
 /// /// Named in build.rs: `.codec_path("crate::SmallCodec")`.
 /// pub type SmallCodec<T, U> = ProstCodecWith<T, U, SmallBuffers>;
-/// # let _ = SmallCodec::<String, String>::default();
+///
+/// // What generated code does: `default()` with the messages inferred.
+/// fn call<C: tonic::codec::Codec<Encode = String, Decode = Vec<u8>>>(_codec: C) {}
+/// call(SmallCodec::default());
 /// ```
 pub trait BufferConfig: 'static {
     /// Settings reported by the encoder.
