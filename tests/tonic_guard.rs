@@ -196,11 +196,15 @@ async fn partial_header_and_partial_payload_are_internal() {
     let full = envelope(0, &[9; 16]);
     for cut in [2, 12] {
         for mode in MODES {
-            let read = tonic_reads(guarded(vec![full[..cut].to_vec()], mode, Limits::default()))
-                .await;
+            let read =
+                tonic_reads(guarded(vec![full[..cut].to_vec()], mode, Limits::default())).await;
             let status = read.last().unwrap().as_ref().unwrap_err();
             assert_eq!(status.code(), tonic::Code::Internal, "{mode:?} cut {cut}");
-            assert!(status.message().starts_with("protocol error: body ended inside"));
+            assert!(
+                status
+                    .message()
+                    .starts_with("protocol error: body ended inside")
+            );
         }
     }
 }
@@ -267,7 +271,10 @@ async fn assembling_mode_keeps_tonic_from_reserving_a_declared_length() {
          assembling {} B",
         stock_usage.live_delta, pass_usage.live_delta, held_usage.live_delta
     );
-    assert!(stock_usage.live_delta > (4 * MIB) as isize, "{stock_usage:?}");
+    assert!(
+        stock_usage.live_delta > (4 * MIB) as isize,
+        "{stock_usage:?}"
+    );
     assert!(pass_usage.live_delta > (4 * MIB) as isize, "{pass_usage:?}");
     assert!(held_usage.live_delta < 64 * 1024, "{held_usage:?}");
     drop((stock, pass, held));

@@ -423,8 +423,5 @@ where
 /// A body error tonic recognises: it finds a `tonic::Status` in the error
 /// and reports it as it is.
 fn to_error(status: Status) -> BoxError {
-    Box::new(tonic::Status::new(
-        tonic::Code::from(status.code().as_i32()),
-        status.message().to_owned(),
-    ))
+    Box::new(tonic::Status::from(status))
 }

@@ -1,3 +1,37 @@
-//! The tonic adapter (feature `tonic`).
+//! The tonic adapter (feature `tonic`): a drop-in prost codec for tonic 0.14
+//! and conversions between this crate's [`Status`](crate::Status) and
+//! [`tonic::Status`].
+//!
+//! tonic keeps its own framing; the codec decides how each message is encoded
+//! into, and decoded out of, tonic's buffers. Name it in `build.rs`:
+//!
+//! ```ignore
+//! let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
+//! tonic_prost_build::configure()
+//!     .codec_path("grpc_stream_codec::tonic::ProstCodec")
+//!     .bytes(".")
+//!     .compile_fds(fds)?;
+//! ```
+//!
+//! What changes against `tonic_prost::ProstCodec`: a decoded message never
+//! points into tonic's per-stream read buffer. Stock prost decoding slices
+//! that buffer for every `bytes` field (`Bytes` config), so a handler that
+//! keeps a 16-byte field of a 1 MiB message keeps about 1 MiB alive; with
+//! this codec a field of a message above 4 KiB owns exactly its bytes, and
+//! one of a smaller message pins at most this stream's 8 KiB slab (see
+//! [`ProstDecoder`]). The encoder reserves each message's exact length once.
+//!
+//! What does not change: tonic's read buffer itself, which grows to the
+//! largest message received and keeps that size for the life of the stream,
+//! is outside any codec's reach.
 
+mod codec;
+mod decode;
+mod encode;
 pub mod guard;
+mod status;
+
+pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};
+pub use decode::ProstDecoder;
+pub use encode::ProstEncoder;
+pub use tonic::codec::BufferSettings;

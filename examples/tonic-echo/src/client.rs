@@ -1,0 +1,239 @@
+//! A client over either generated stub, and checks that run one RPC and
+//! verify every reply.
+
+use std::fmt;
+
+use bytes::Bytes;
+use tokio_stream::{Stream, StreamExt};
+use tonic::codec::CompressionEncoding;
+use tonic::transport::{Channel, Endpoint};
+use tonic::{Status, Streaming};
+
+use crate::adapter::{EchoRequest, EchoResponse};
+use crate::{adapter, stock};
+
+/// An Echo client using grpc-stream-codec's codec or tonic's stock one.
+#[derive(Debug, Clone)]
+pub enum EchoClient {
+    /// Generated with `grpc_stream_codec::tonic::ProstCodec`.
+    Adapter(adapter::echo_client::EchoClient<Channel>),
+    /// Generated with `tonic_prost::ProstCodec`.
+    Stock(stock::echo_client::EchoClient<Channel>),
+}
+
+macro_rules! with_client {
+    ($self:ident, $client:ident => $body:expr) => {
+        match $self {
+            EchoClient::Adapter($client) => $body,
+            EchoClient::Stock($client) => $body,
+        }
+    };
+}
+
+impl EchoClient {
+    /// Connects to `addr` (e.g. `http://127.0.0.1:50051`). With `compression`
+    /// set, requests are sent compressed with it and compressed responses
+    /// are accepted in it.
+    pub async fn connect(
+        addr: String,
+        stock: bool,
+        compression: Option<CompressionEncoding>,
+    ) -> Result<EchoClient, tonic::transport::Error> {
+        let channel = Endpoint::from_shared(addr)?.connect().await?;
+        Ok(EchoClient::new(channel, stock, compression))
+    }
+
+    /// A client over an existing channel.
+    pub fn new(channel: Channel, stock: bool, compression: Option<CompressionEncoding>) -> Self {
+        if stock {
+            let mut client = stock::echo_client::EchoClient::new(channel);
+            if let Some(encoding) = compression {
+                client = client.send_compressed(encoding).accept_compressed(encoding);
+            }
+            EchoClient::Stock(client)
+        } else {
+            let mut client = adapter::echo_client::EchoClient::new(channel);
+            if let Some(encoding) = compression {
+                client = client.send_compressed(encoding).accept_compressed(encoding);
+            }
+            EchoClient::Adapter(client)
+        }
+    }
+
+    /// Calls Unary.
+    pub async fn unary(&mut self, request: EchoRequest) -> Result<EchoResponse, Status> {
+        with_client!(self, client => client.unary(request).await.map(|r| r.into_inner()))
+    }
+
+    /// Calls ServerStream.
+    pub async fn server_stream(
+        &mut self,
+        request: EchoRequest,
+    ) -> Result<Streaming<EchoResponse>, Status> {
+        with_client!(self, client => client.server_stream(request).await.map(|r| r.into_inner()))
+    }
+
+    /// Calls ClientStream.
+    pub async fn client_stream(
+        &mut self,
+        requests: impl Stream<Item = EchoRequest> + Send + 'static,
+    ) -> Result<EchoResponse, Status> {
+        with_client!(self, client => client.client_stream(requests).await.map(|r| r.into_inner()))
+    }
+
+    /// Calls Bidi.
+    pub async fn bidi(
+        &mut self,
+        requests: impl Stream<Item = EchoRequest> + Send + 'static,
+    ) -> Result<Streaming<EchoResponse>, Status> {
+        with_client!(self, client => client.bidi(requests).await.map(|r| r.into_inner()))
+    }
+}
+
+/// Why a check failed.
+#[derive(Debug)]
+pub enum Mismatch {
+    /// The call or one of its streams failed.
+    Status(Status),
+    /// A reply differed from what the proto promises.
+    Reply(String),
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::Status(status) => write!(f, "call failed: {status}"),
+            Mismatch::Reply(what) => write!(f, "wrong reply: {what}"),
+        }
+    }
+}
+
+impl std::error::Error for Mismatch {}
+
+impl From<Status> for Mismatch {
+    fn from(status: Status) -> Self {
+        Mismatch::Status(status)
+    }
+}
+
+fn ensure(ok: bool, what: impl FnOnce() -> String) -> Result<(), Mismatch> {
+    if ok {
+        Ok(())
+    } else {
+        Err(Mismatch::Reply(what()))
+    }
+}
+
+/// The payload of the `seq`-th request of a check: `size` bytes that differ
+/// from one `seq` to the next, so reordering or mixing shows.
+pub fn request_payload(seq: u32, size: usize) -> Bytes {
+    let offset = (seq as usize).wrapping_mul(131);
+    (0..size)
+        .map(|i| (offset.wrapping_add(i) % 256) as u8)
+        .collect()
+}
+
+fn requests(size: usize, count: u32) -> impl Stream<Item = EchoRequest> + Send + 'static {
+    tokio_stream::iter(0..count).map(move |seq| EchoRequest {
+        payload: request_payload(seq, size),
+        ..EchoRequest::default()
+    })
+}
+
+/// Unary with a `size`-byte payload: the payload comes back unchanged.
+pub async fn check_unary(client: &mut EchoClient, size: usize) -> Result<(), Mismatch> {
+    let payload = request_payload(0, size);
+    let reply = client
+        .unary(EchoRequest {
+            payload: payload.clone(),
+            ..EchoRequest::default()
+        })
+        .await?;
+    ensure(reply.payload == payload, || {
+        format!(
+            "unary payload of {} bytes, sent {size}",
+            reply.payload.len()
+        )
+    })?;
+    ensure(
+        reply.seq == 0 && reply.total_bytes == 0 && reply.count == 0,
+        || format!("unary set other fields: {reply:?}"),
+    )
+}
+
+/// ServerStream of `count` responses of `size` bytes: `max(count, 1)`
+/// responses in order, each byte equal to `seq % 251`.
+pub async fn check_server_stream(
+    client: &mut EchoClient,
+    size: u32,
+    count: u32,
+) -> Result<(), Mismatch> {
+    let mut responses = client
+        .server_stream(EchoRequest {
+            response_count: count,
+            response_size: size,
+            ..EchoRequest::default()
+        })
+        .await?;
+    let expected = count.max(1);
+    let mut received = 0u32;
+    while let Some(response) = responses.next().await {
+        let response = response?;
+        let seq = received;
+        ensure(response.seq == seq, || {
+            format!("response {seq} has seq {}", response.seq)
+        })?;
+        ensure(response.payload.len() == size as usize, || {
+            format!(
+                "response {seq} has {} bytes, asked {size}",
+                response.payload.len()
+            )
+        })?;
+        let fill = (seq % 251) as u8;
+        ensure(response.payload.iter().all(|&b| b == fill), || {
+            format!("response {seq} has a byte other than {fill}")
+        })?;
+        received += 1;
+    }
+    ensure(received == expected, || {
+        format!("{received} responses, expected {expected}")
+    })
+}
+
+/// ClientStream of `count` requests of `size` bytes: the totals come back.
+pub async fn check_client_stream(
+    client: &mut EchoClient,
+    size: usize,
+    count: u32,
+) -> Result<(), Mismatch> {
+    let reply = client.client_stream(requests(size, count)).await?;
+    let total = size as u64 * u64::from(count);
+    ensure(reply.total_bytes == total && reply.count == count, || {
+        format!(
+            "client stream totals {} bytes / {} messages, sent {total} / {count}",
+            reply.total_bytes, reply.count
+        )
+    })
+}
+
+/// Bidi with `count` requests of `size` bytes: each payload comes back, in
+/// order, with its `seq`.
+pub async fn check_bidi(client: &mut EchoClient, size: usize, count: u32) -> Result<(), Mismatch> {
+    let mut responses = client.bidi(requests(size, count)).await?;
+    let mut received = 0u32;
+    while let Some(response) = responses.next().await {
+        let response = response?;
+        let seq = received;
+        ensure(received < count, || format!("more than {count} responses"))?;
+        ensure(response.seq == seq, || {
+            format!("response {seq} has seq {}", response.seq)
+        })?;
+        ensure(response.payload == request_payload(seq, size), || {
+            format!("response {seq} does not echo request {seq}")
+        })?;
+        received += 1;
+    }
+    ensure(received == count, || {
+        format!("{received} responses, expected {count}")
+    })
+}

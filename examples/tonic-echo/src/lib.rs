@@ -1,0 +1,85 @@
+//! The Echo service (`proto/echo.proto`) over tonic, twice: once generated
+//! with `grpc_stream_codec::tonic::ProstCodec` ([`adapter`]) and once with
+//! tonic's stock `tonic_prost::ProstCodec` ([`stock`]). Both share the message
+//! types of [`adapter`], one service implementation ([`EchoService`]) and one
+//! client ([`EchoClient`]), so any mix of codecs on the two sides can be run.
+
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+use tokio_stream::wrappers::TcpListenerStream;
+use tonic::codec::CompressionEncoding;
+use tonic::transport::Server;
+
+mod client;
+mod service;
+
+pub use client::{
+    EchoClient, Mismatch, check_bidi, check_client_stream, check_server_stream, check_unary,
+    request_payload,
+};
+pub use service::{
+    EchoService, MAX_RESPONSE_SIZE, ResponseStream, bidi, client_stream, server_stream, unary,
+};
+
+/// Messages and services generated with grpc-stream-codec's tonic codec.
+#[allow(missing_docs, clippy::all)]
+pub mod adapter {
+    include!(concat!(env!("OUT_DIR"), "/adapter/streamcodec.echo.v1.rs"));
+}
+
+/// Services generated with tonic's stock prost codec, over [`adapter`]'s
+/// message types.
+#[allow(missing_docs, clippy::all)]
+pub mod stock {
+    include!(concat!(env!("OUT_DIR"), "/stock/streamcodec.echo.v1.rs"));
+}
+
+/// Every compression encoding the example servers accept and can send.
+pub const ENCODINGS: [CompressionEncoding; 3] = [
+    CompressionEncoding::Gzip,
+    CompressionEncoding::Deflate,
+    CompressionEncoding::Zstd,
+];
+
+/// Serves the Echo service on `listener` until the future is dropped, with
+/// the stock codec when `stock` is set and grpc-stream-codec's otherwise.
+/// Requests may come compressed with any of [`ENCODINGS`]; responses are
+/// compressed with one the client accepts.
+pub async fn serve(listener: TcpListener, stock: bool) -> Result<(), tonic::transport::Error> {
+    let incoming = TcpListenerStream::new(listener);
+    let router = if stock {
+        let mut server = stock::echo_server::EchoServer::new(EchoService);
+        for encoding in ENCODINGS {
+            server = server.accept_compressed(encoding).send_compressed(encoding);
+        }
+        Server::builder().add_service(server)
+    } else {
+        let mut server = adapter::echo_server::EchoServer::new(EchoService);
+        for encoding in ENCODINGS {
+            server = server.accept_compressed(encoding).send_compressed(encoding);
+        }
+        Server::builder().add_service(server)
+    };
+    router.serve_with_incoming(incoming).await
+}
+
+/// Binds `addr` (port 0 picks a free port) and returns the listener and the
+/// address it is bound to.
+pub async fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {
+    let listener = TcpListener::bind(addr).await?;
+    let local = listener.local_addr()?;
+    Ok((listener, local))
+}
+
+/// Parses a compression name as the binaries take it: `gzip`, `deflate`,
+/// `zstd`, or `none`/`identity` for none.
+pub fn parse_compression(name: &str) -> Option<Option<CompressionEncoding>> {
+    match name {
+        "none" | "identity" => Some(None),
+        "gzip" => Some(Some(CompressionEncoding::Gzip)),
+        "deflate" => Some(Some(CompressionEncoding::Deflate)),
+        "zstd" => Some(Some(CompressionEncoding::Zstd)),
+        _ => None,
+    }
+}
