@@ -6,6 +6,7 @@
 
 use std::net::SocketAddr;
 
+use grpc_stream_codec::tonic::guard::{GuardMode, RequestGuardLayer};
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::codec::CompressionEncoding;
@@ -19,7 +20,8 @@ pub use client::{
     request_payload,
 };
 pub use service::{
-    EchoService, MAX_RESPONSE_SIZE, ResponseStream, bidi, client_stream, server_stream, unary,
+    EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, ResponseStream, bidi, client_stream,
+    fail_after, failure, server_stream, unary,
 };
 
 /// Messages and services generated with grpc-stream-codec's tonic codec.
@@ -47,19 +49,40 @@ pub const ENCODINGS: [CompressionEncoding; 3] = [
 /// Requests may come compressed with any of [`ENCODINGS`]; responses are
 /// compressed with one the client accepts.
 pub async fn serve(listener: TcpListener, stock: bool) -> Result<(), tonic::transport::Error> {
+    serve_with(listener, ServeOptions { stock, guard: None }).await
+}
+
+/// How [`serve_with`] serves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ServeOptions {
+    /// tonic's stock codec instead of grpc-stream-codec's.
+    pub stock: bool,
+    /// Put grpc-stream-codec's request guard layer in front, in this mode.
+    pub guard: Option<GuardMode>,
+}
+
+/// Serves the Echo service on `listener` as `options` say.
+pub async fn serve_with(
+    listener: TcpListener,
+    options: ServeOptions,
+) -> Result<(), tonic::transport::Error> {
     let incoming = TcpListenerStream::new(listener);
-    let router = if stock {
+    let guard = options
+        .guard
+        .map(|mode| RequestGuardLayer::new().with_mode(mode));
+    let mut builder = Server::builder().layer(tower::util::option_layer(guard));
+    let router = if options.stock {
         let mut server = stock::echo_server::EchoServer::new(EchoService);
         for encoding in ENCODINGS {
             server = server.accept_compressed(encoding).send_compressed(encoding);
         }
-        Server::builder().add_service(server)
+        builder.add_service(server)
     } else {
         let mut server = adapter::echo_server::EchoServer::new(EchoService);
         for encoding in ENCODINGS {
             server = server.accept_compressed(encoding).send_compressed(encoding);
         }
-        Server::builder().add_service(server)
+        builder.add_service(server)
     };
     router.serve_with_incoming(incoming).await
 }

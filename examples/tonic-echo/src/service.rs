@@ -5,7 +5,8 @@ use std::pin::Pin;
 
 use bytes::{Bytes, BytesMut};
 use tokio_stream::{Stream, StreamExt};
-use tonic::{Request, Response, Status, Streaming};
+use tonic::metadata::{MetadataMap, MetadataValue};
+use tonic::{Code, Request, Response, Status, Streaming};
 
 use crate::adapter::{EchoRequest, EchoResponse};
 
@@ -25,9 +26,37 @@ pub fn unary(request: EchoRequest) -> EchoResponse {
     }
 }
 
+/// Request metadata that makes ServerStream and Bidi fail after that many
+/// responses, for interop checks of errors in the middle of a stream.
+pub const FAIL_AFTER: &str = "x-fail-after";
+
+/// Trailing metadata sent with that failure; its value is the count.
+pub const FAIL_DETAIL: &str = "x-fail-detail";
+
+/// The `x-fail-after` count of a request, if it has a valid one.
+pub fn fail_after(metadata: &MetadataMap) -> Option<u32> {
+    metadata.get(FAIL_AFTER)?.to_str().ok()?.parse().ok()
+}
+
+/// The status a stream fails with after `sent` responses: `ABORTED`,
+/// `failed after K messages`, and trailing metadata `x-fail-detail: K`.
+pub fn failure(sent: u32) -> Status {
+    let mut metadata = MetadataMap::new();
+    metadata.insert(FAIL_DETAIL, MetadataValue::from(sent));
+    Status::with_metadata(
+        Code::Aborted,
+        format!("failed after {sent} messages"),
+        metadata,
+    )
+}
+
 /// ServerStream: `response_count` responses (0 means 1), each with
 /// `response_size` bytes, every byte equal to `seq % 251`, `seq` counting from 0.
-pub fn server_stream(request: &EchoRequest) -> Result<ResponseStream, Status> {
+/// With `fail_after = Some(k)`, at most `k` responses and then [`failure`].
+pub fn server_stream(
+    request: &EchoRequest,
+    fail_after: Option<u32>,
+) -> Result<ResponseStream, Status> {
     if request.response_size > MAX_RESPONSE_SIZE {
         return Err(Status::resource_exhausted(format!(
             "response_size {} exceeds {MAX_RESPONSE_SIZE}",
@@ -36,7 +65,8 @@ pub fn server_stream(request: &EchoRequest) -> Result<ResponseStream, Status> {
     }
     let count = request.response_count.max(1);
     let size = request.response_size as usize;
-    let responses = tokio_stream::iter(0..count).map(move |seq| {
+    let sent = fail_after.map_or(count, |k| k.min(count));
+    let responses = tokio_stream::iter(0..sent).map(move |seq| {
         // `seq % 251` is below 251, so the cast keeps the value.
         let mut payload = BytesMut::zeroed(size);
         payload.fill((seq % 251) as u8);
@@ -46,7 +76,8 @@ pub fn server_stream(request: &EchoRequest) -> Result<ResponseStream, Status> {
             ..EchoResponse::default()
         })
     });
-    Ok(Box::pin(responses))
+    let failed = tokio_stream::iter(fail_after.map(|_| Err(failure(sent))));
+    Ok(Box::pin(responses.chain(failed)))
 }
 
 /// ClientStream: the sum of the payload lengths and the number of requests.
@@ -67,11 +98,18 @@ pub async fn client_stream(
 }
 
 /// Bidi: echoes each request's payload as it arrives, `seq` counting from 0.
+/// With `fail_after = Some(k)`, the request after the `k`-th echo is answered
+/// with [`failure`] and the stream ends.
 pub fn bidi(
     requests: impl Stream<Item = Result<EchoRequest, Status>> + Send + 'static,
+    fail_after: Option<u32>,
 ) -> ResponseStream {
     let mut seq = 0u32;
-    Box::pin(requests.map(move |request| {
+    let limit = fail_after.map_or(usize::MAX, |k| k as usize + 1);
+    Box::pin(requests.take(limit).map(move |request| {
+        if Some(seq) == fail_after {
+            return Err(failure(seq));
+        }
         let payload: Bytes = request?.payload;
         let response = EchoResponse {
             payload,
@@ -104,7 +142,7 @@ macro_rules! impl_echo {
                 &self,
                 request: Request<EchoRequest>,
             ) -> Result<Response<ResponseStream>, Status> {
-                server_stream(request.get_ref()).map(Response::new)
+                server_stream(request.get_ref(), fail_after(request.metadata())).map(Response::new)
             }
 
             async fn client_stream(
@@ -120,7 +158,8 @@ macro_rules! impl_echo {
                 &self,
                 request: Request<Streaming<EchoRequest>>,
             ) -> Result<Response<ResponseStream>, Status> {
-                Ok(Response::new(bidi(request.into_inner())))
+                let fail_after = fail_after(request.metadata());
+                Ok(Response::new(bidi(request.into_inner(), fail_after)))
             }
         }
     };

@@ -1,18 +1,38 @@
-//! `tonic-echo-server --listen 127.0.0.1:PORT [--stock]`
+//! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--guard pass|assemble] [--report-memory]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, or with
-//! tonic's stock codec under `--stock`. Prints `listening on ADDR` on one line
-//! once bound, so scripts can pass port 0 and read the port back.
+//! tonic's stock codec under `--stock`; `--guard` puts grpc-stream-codec's
+//! request guard layer in front in the given mode. Prints `listening on ADDR`
+//! on one line once bound, so scripts can pass port 0 and read the port back.
+//! With `--report-memory`, each `memory` line on standard input is answered
+//! with `live_bytes N` (heap bytes allocated since start-up, net of frees).
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock]";
+use grpc_stream_codec::tonic::guard::GuardMode;
+use tonic_echo::ServeOptions;
 
-fn parse(args: impl Iterator<Item = String>) -> Result<(SocketAddr, bool), String> {
+#[path = "../../../shared/live_alloc.rs"]
+mod live_alloc;
+
+#[global_allocator]
+static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
+
+const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
+[--guard pass|assemble] [--report-memory]";
+
+struct Options {
+    listen: SocketAddr,
+    serve: ServeOptions,
+    report_memory: bool,
+}
+
+fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut listen = None;
-    let mut stock = false;
+    let mut serve = ServeOptions::default();
+    let mut report_memory = false;
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -24,39 +44,55 @@ fn parse(args: impl Iterator<Item = String>) -> Result<(SocketAddr, bool), Strin
                         .map_err(|e| format!("--listen {value}: {e}"))?,
                 );
             }
-            "--stock" => stock = true,
+            "--stock" => serve.stock = true,
+            "--guard" => {
+                let value = args.next().ok_or("--guard needs pass or assemble")?;
+                serve.guard = Some(match value.as_str() {
+                    "pass" => GuardMode::PassThrough,
+                    "assemble" => GuardMode::Assembling,
+                    _ => return Err(format!("unknown --guard {value}")),
+                });
+            }
+            "--report-memory" => report_memory = true,
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
-    Ok((listen.ok_or("--listen is required")?, stock))
+    Ok(Options {
+        listen: listen.ok_or("--listen is required")?,
+        serve,
+        report_memory,
+    })
 }
 
 #[tokio::main]
 async fn main() -> ExitCode {
-    let (addr, stock) = match parse(std::env::args().skip(1)) {
+    let options = match parse(std::env::args().skip(1)) {
         Ok(parsed) => parsed,
         Err(error) => {
             eprintln!("{error}\n{USAGE}");
             return ExitCode::from(2);
         }
     };
-    let (listener, local) = match tonic_echo::bind(addr).await {
+    let (listener, local) = match tonic_echo::bind(options.listen).await {
         Ok(bound) => bound,
         Err(error) => {
-            eprintln!("cannot listen on {addr}: {error}");
+            eprintln!("cannot listen on {}: {error}", options.listen);
             return ExitCode::FAILURE;
         }
     };
-    let codec = if stock {
+    println!("listening on {local}");
+    let _ = std::io::stdout().flush();
+    if options.report_memory {
+        live_alloc::serve_reports_on_stdin();
+    }
+    let codec = if options.serve.stock {
         "stock tonic-prost"
     } else {
         "grpc-stream-codec"
     };
-    println!("listening on {local}");
-    let _ = std::io::stdout().flush();
-    eprintln!("codec: {codec}");
-    match tonic_echo::serve(listener, stock).await {
+    eprintln!("codec: {codec}, guard: {:?}", options.serve.guard);
+    match tonic_echo::serve_with(listener, options.serve).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("server failed: {error}");
