@@ -74,3 +74,6 @@ pub use limits::{default_limits, set_default_limits};
 pub use recv::{PilotaDecoder, RecvStream};
 #[cfg(feature = "volo")]
 pub use status::{code_from_volo, code_to_volo};
+
+#[cfg(all(test, feature = "volo"))]
+mod tests;
