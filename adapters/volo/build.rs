@@ -617,19 +617,21 @@ pub trait Echo {
 
     #[test]
     fn rewrites_split_layout_recursively() {
-        // split_generated_files(true) puts each service's impls in
-        // <out>/<item path>_<id>/enum_*.rs next to an include!-only volo_gen.rs.
+        // volo-build 0.12.3 with split_generated_files(true): volo_gen.rs
+        // includes <package path>/mod.rs, the service trait is in
+        // service_Echo.rs there, and the entry impls in Echo/enum_*.rs.
         let dir = temp_dir("split");
-        let service = dir.join("volo_gen").join("echo_3");
+        let package = dir.join("streamcodec").join("echo").join("v1");
+        let service = package.join("Echo");
         fs::create_dir_all(&service).unwrap();
         fs::write(
             dir.join("volo_gen.rs"),
-            "include!(\"volo_gen/echo_3/mod.rs\");",
+            "pub mod volo_gen { include!(\"streamcodec/echo/v1/mod.rs\"); }",
         )
         .unwrap();
         fs::write(service.join("enum_EchoResponseSend.rs"), SEND_IMPL).unwrap();
         fs::write(service.join("enum_EchoRequestRecv.rs"), RECV_IMPL).unwrap();
-        fs::write(service.join("trait_Echo.rs"), TRAIT).unwrap();
+        fs::write(package.join("service_Echo.rs"), TRAIT).unwrap();
 
         let report = rewrite_dir(&dir).unwrap();
         assert_eq!(report.files_scanned, 4);
@@ -637,7 +639,7 @@ pub trait Echo {
         assert_eq!(report.files_with_entry_impls, 2);
         assert_eq!(report.encode_paths, 2);
         assert_eq!(report.recv_stream_paths, 5);
-        let trait_text = fs::read_to_string(service.join("trait_Echo.rs")).unwrap();
+        let trait_text = fs::read_to_string(package.join("service_Echo.rs")).unwrap();
         assert!(trait_text.contains("::grpc_stream_codec::volo::RecvStream<EchoRequest>"));
 
         let again = rewrite_dir(&dir).unwrap();

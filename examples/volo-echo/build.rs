@@ -24,6 +24,20 @@ fn main() {
             .expect("volo-build generates the Echo service");
     }
 
+    // The same, split into one file per item (split_generated_files), to
+    // check the rewrite on that layout too; compiled by `lib.rs`.
+    let split = out.join("adapter_split");
+    volo_build::Builder::protobuf()
+        .add_service(&proto)
+        .include_dirs(vec![proto_dir.clone()])
+        .out_dir(&split)
+        .split_generated_files(true)
+        .write()
+        .expect("volo-build generates the split Echo service");
+    if let Err(err) = grpc_stream_codec::volo::build::rewrite_dir(&split) {
+        panic!("rewriting the split Echo service: {err}");
+    }
+
     // A user's build.rs calls `rewrite_out_dir()`; this one keeps a stock
     // copy next to the rewritten one, so it names the directory.
     if let Err(err) = grpc_stream_codec::volo::build::rewrite_dir(out.join("adapter")) {

@@ -423,6 +423,19 @@ pub mod adapter {
     flavour!(RecvStream);
 }
 
+/// [`adapter`] again, generated with `split_generated_files(true)` (one file
+/// per item) and rewritten the same way; kept to test that layout.
+#[doc(hidden)]
+pub mod adapter_split {
+    mod generated {
+        include!(concat!(env!("OUT_DIR"), "/adapter_split/volo_gen.rs"));
+    }
+    pub use generated::volo_gen::streamcodec::echo::v1::*;
+
+    use grpc_stream_codec::volo::RecvStream;
+    flavour!(RecvStream);
+}
+
 /// The Echo service exactly as volo-build generates it.
 pub mod stock {
     mod generated {

@@ -19,7 +19,7 @@ async fn matrix(server: Flavour, compression: Option<&str>) {
     let adapter_client;
     let stock_client;
     match server {
-        Flavour::Adapter => {
+        Flavour::Adapter | Flavour::AdapterSplit => {
             stock_client = Some(volo_echo::stock::client(running.addr, compression));
             adapter_client = None;
         }
@@ -81,7 +81,7 @@ async fn zlib_both_ways() {
         let compression = compression_by_name("deflate");
         for rpc in Rpc::ALL {
             let result = match server {
-                Flavour::Adapter => {
+                Flavour::Adapter | Flavour::AdapterSplit => {
                     let client = volo_echo::stock::client(running.addr, compression);
                     volo_echo::stock::call(&client, rpc, 4096, 8).await
                 }
@@ -94,5 +94,25 @@ async fn zlib_both_ways() {
                 panic!("{server:?} server, {rpc:?}, zlib: {err}");
             }
         }
+    }
+}
+
+/// The rewrite also covers `split_generated_files(true)`: that build serves
+/// the same calls, and batches (1 frame for 16 ready messages, checked in
+/// `wire.rs` for the single-file build) the same way.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn split_generated_files_adapter_server_stock_client() {
+    let running = start(Flavour::AdapterSplit, EchoService::default()).await;
+    let client = volo_echo::stock::client(running.addr, compression_by_name("gzip"));
+    for rpc in Rpc::ALL {
+        volo_echo::stock::call(&client, rpc, 256, 100)
+            .await
+            .unwrap_or_else(|err| panic!("split build, {rpc:?}: {err}"));
+    }
+    let client = volo_echo::adapter_split::client(running.addr, None);
+    for rpc in Rpc::ALL {
+        volo_echo::adapter_split::call(&client, rpc, 256, 100)
+            .await
+            .unwrap_or_else(|err| panic!("split build client, {rpc:?}: {err}"));
     }
 }

@@ -97,11 +97,11 @@ async fn handler_error_after_k_messages_arrives_after_them() {
         let server = start(server_flavour, failing).await;
         for rpc in [Rpc::ServerStream, Rpc::Bidi] {
             let (received, status) = match (server_flavour, rpc) {
-                (Flavour::Adapter, Rpc::ServerStream) => {
+                (Flavour::Adapter | Flavour::AdapterSplit, Rpc::ServerStream) => {
                     let client = volo_echo::stock::client(server.addr, None);
                     volo_echo::stock::calls::server_stream(&client, 300, 20).await
                 }
-                (Flavour::Adapter, _) => {
+                (Flavour::Adapter | Flavour::AdapterSplit, _) => {
                     let client = volo_echo::stock::client(server.addr, None);
                     volo_echo::stock::calls::bidi(&client, 300, 20).await
                 }
@@ -143,7 +143,7 @@ async fn handler_error_after_k_messages_arrives_after_them() {
 async fn ready_server_stream_messages_leave_in_one_data_frame() {
     let request = envelope(false, &server_stream_request(16, 256));
     let mut frames = Vec::new();
-    for flavour in [Flavour::Adapter, Flavour::Stock] {
+    for flavour in [Flavour::Adapter, Flavour::AdapterSplit, Flavour::Stock] {
         let server = start(flavour, EchoService::default()).await;
         let response = raw_call(server.addr, "ServerStream", &[], request.clone()).await;
         assert_eq!(response.grpc_status(), Some(0), "{flavour:?}: {response:?}");
@@ -152,7 +152,11 @@ async fn ready_server_stream_messages_leave_in_one_data_frame() {
         assert_eq!(payloads.len(), 16, "{flavour:?}");
         frames.push(response.data_frames.len());
     }
-    assert_eq!(frames, [1, 16], "DATA frames: [adapter, stock]");
+    assert_eq!(
+        frames,
+        [1, 1, 16],
+        "DATA frames: [adapter, adapter split, stock]"
+    );
 }
 
 /// A client configured to send `Identity` sends flag 0 and the raw payload

@@ -27,6 +27,8 @@ impl Drop for Running {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Flavour {
     Adapter,
+    /// The adapter, generated with `split_generated_files(true)`.
+    AdapterSplit,
     Stock,
 }
 
@@ -37,6 +39,7 @@ pub async fn start(flavour: Flavour, service: EchoService) -> Running {
     let task = tokio::spawn(async move {
         let served = match flavour {
             Flavour::Adapter => volo_echo::adapter::serve(listener, service).await,
+            Flavour::AdapterSplit => volo_echo::adapter_split::serve(listener, service).await,
             Flavour::Stock => volo_echo::stock::serve(listener, service).await,
         };
         if let Err(err) = served {
