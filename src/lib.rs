@@ -23,7 +23,7 @@ pub mod status;
 #[path = "../adapters/tonic/mod.rs"]
 pub mod tonic;
 
-#[cfg(feature = "volo")]
+#[cfg(any(feature = "volo", feature = "volo-build-hook"))]
 #[path = "../adapters/volo/mod.rs"]
 pub mod volo;
 

@@ -1,1 +1,79 @@
-//! The volo-grpc adapter (feature `volo`).
+//! The volo-grpc adapter (feature `volo`): this crate's batching encoder and
+//! frame-fed decoder inside volo-grpc 0.12 services and clients.
+//!
+//! volo-build generates `SendEntryMessage` / `RecvEntryMessage` impls that
+//! call `volo_grpc::codec::encode::encode` and `volo_grpc::RecvStream::new`.
+//! This module has both with the same shapes ([`encode`], [`RecvStream`]),
+//! and a build-script hook ([`build`]) rewrites the generated code to call
+//! them. What changes for the service:
+//!
+//! - ready streamed messages leave in batches (up to 32 KiB) instead of one
+//!   frame per message and per node; `None` and `Some(Identity)` send flag 0;
+//! - each received message's length is checked against a receive limit
+//!   (default 4 MiB) before anything is allocated, and decompression is
+//!   bounded by it: too large is `resource_exhausted`, never an abort;
+//! - volo-grpc's `zlib` is gRPC's `deflate`.
+//!
+//! # Turning it on
+//!
+//! 1. `Cargo.toml`:
+//!
+//!    ```toml
+//!    [dependencies]
+//!    grpc-stream-codec = { version = "0.1", features = ["volo"] }
+//!
+//!    [build-dependencies]
+//!    volo-build = "0.12"
+//!    # The hook alone: plain std, no volo-grpc in the build script.
+//!    grpc-stream-codec = { version = "0.1", default-features = false, features = ["volo-build-hook"] }
+//!    ```
+//!
+//! 2. `build.rs`: after volo-build has written its output, rewrite it (every
+//!    `.rs` file under `OUT_DIR`, also with `split_generated_files(true)`):
+//!
+//!    ```no_run
+//!    // build.rs, in `fn main`:
+//!    // volo_build::ConfigBuilder::default().write()?; (or Builder::protobuf()...write()?)
+//!    grpc_stream_codec::volo::build::rewrite_out_dir()?;
+//!    # Ok::<(), Box<dyn std::error::Error>>(())
+//!    ```
+//!
+//! 3. Handlers of client-streaming and bidi methods now take
+//!    `volo_grpc::Request<grpc_stream_codec::volo::RecvStream<T>>` (it is a
+//!    `Stream<Item = Result<T, volo_grpc::Status>>` with `message()` and
+//!    `trailers()`, like volo-grpc's). Nothing else in the service or the
+//!    client changes.
+//!
+//! 4. Optionally, [`set_default_limits`] at start-up changes the receive
+//!    limit (and sets a send limit) for every stream.
+//!
+//! The rewrite fails the build, naming the file, if volo-build's output does
+//! not have the calls it expects, rather than leaving a service on the stock
+//! path without saying so.
+
+pub mod build;
+
+#[cfg(feature = "volo")]
+mod compression;
+#[cfg(feature = "volo")]
+mod encode;
+#[cfg(feature = "volo")]
+mod limits;
+#[cfg(feature = "volo")]
+mod recv;
+#[cfg(feature = "volo")]
+mod status;
+
+#[cfg(feature = "volo")]
+pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
+#[cfg(feature = "volo")]
+pub use encode::{PilotaEncoder, encode, encode_with_config};
+#[cfg(feature = "volo")]
+pub use limits::{default_limits, set_default_limits};
+#[cfg(feature = "volo")]
+pub use recv::{PilotaDecoder, RecvStream};
+#[cfg(feature = "volo")]
+pub use status::{code_from_volo, code_to_volo};
+
+#[cfg(all(test, feature = "volo"))]
+mod tests;

@@ -1,0 +1,154 @@
+//! `encode`: volo-grpc's `SendEntryMessage` body, batched by [`EncodeStream`].
+
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http_body::Frame;
+use linkedbytes::LinkedBytes;
+use pilota::pb::{EncodeLengthContext, Message};
+use pin_project_lite::pin_project;
+use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
+
+use super::compression::compression_from_volo;
+use super::limits::default_limits;
+use crate::encode::{EncodeConfig, EncodeStream, IntoNodes, MessageEncoder};
+use crate::status::Status;
+
+/// Encodes pilota protobuf messages, keeping the fields pilota inserts by
+/// reference (`Bytes` and `FastStr` of 4 KiB and more) as their own nodes.
+pub struct PilotaEncoder<T>(PhantomData<fn(T)>);
+
+impl<T> PilotaEncoder<T> {
+    /// An encoder for `T`.
+    pub fn new() -> Self {
+        PilotaEncoder(PhantomData)
+    }
+}
+
+impl<T> Default for PilotaEncoder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> std::fmt::Debug for PilotaEncoder<T> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("PilotaEncoder")
+    }
+}
+
+impl<T: Message> MessageEncoder for PilotaEncoder<T> {
+    type Item = T;
+
+    fn encode(&mut self, item: T, dst: &mut LinkedBytes) -> Result<(), Status> {
+        // pilota's `encode` refuses to write unless the copied part fits in
+        // the current node, so room is made for exactly that part; the
+        // by-reference fields need none.
+        let mut ctx = EncodeLengthContext::default();
+        let len = item.encoded_len(&mut ctx);
+        dst.reserve(len.saturating_sub(ctx.zero_copy_len));
+        item.encode(dst)
+            .map_err(|err| Status::internal(format!("error encoding message: {err}")))
+    }
+}
+
+/// The body of a volo-grpc request or response: what the generated
+/// `SendEntryMessage::into_body` returns.
+///
+/// Same shape as `volo_grpc::codec::encode::encode`, which the
+/// [build hook](super::build) replaces with it. Every message the source has
+/// ready goes into one batch (up to 32 KiB, never splitting a message) and a
+/// batch leaves as one data frame per byte node, where stock volo-grpc sends
+/// each message, and each node of it, as separate frames. `None` and
+/// `Some(Identity)` send uncompressed messages with flag 0. Messages larger
+/// than the send limit ([`set_default_limits`](super::set_default_limits),
+/// unlimited by default) end the stream with `resource_exhausted`.
+///
+/// A source error ends the body with that status in the trailers, after the
+/// messages before it.
+pub fn encode<T, S>(
+    source: S,
+    compression_encoding: Option<VoloEncoding>,
+) -> volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>
+where
+    S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
+    T: Message + 'static,
+{
+    let config = EncodeConfig::new()
+        .with_compression(compression_from_volo(compression_encoding))
+        .with_limits(default_limits());
+    encode_with_config(source, config)
+}
+
+/// [`encode`] with an explicit configuration (batch threshold, compression,
+/// send limit), e.g. threshold 0 to send one message per batch.
+pub fn encode_with_config<T, S>(
+    source: S,
+    config: EncodeConfig,
+) -> volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>
+where
+    S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
+    T: Message + 'static,
+{
+    let source = StatusSource { inner: source };
+    Box::pin(Frames {
+        batches: EncodeStream::new(source, PilotaEncoder::new(), config),
+        nodes: None,
+    })
+}
+
+pin_project! {
+    /// A source whose errors are this crate's `Status`.
+    struct StatusSource<S> {
+        #[pin]
+        inner: S,
+    }
+}
+
+impl<S, T> Stream for StatusSource<S>
+where
+    S: Stream<Item = Result<T, volo_grpc::Status>>,
+{
+    type Item = Result<T, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        self.project()
+            .inner
+            .poll_next(cx)
+            .map(|item| item.map(|result| result.map_err(Status::from)))
+    }
+}
+
+pin_project! {
+    /// Batches flattened into data frames, one per node.
+    struct Frames<St> {
+        #[pin]
+        batches: St,
+        nodes: Option<IntoNodes>,
+    }
+}
+
+impl<St> Stream for Frames<St>
+where
+    St: Stream<Item = Result<crate::encode::EncodedBatch, Status>>,
+{
+    type Item = Result<Frame<Bytes>, volo_grpc::Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let mut this = self.project();
+        loop {
+            if let Some(node) = this.nodes.as_mut().and_then(Iterator::next) {
+                return Poll::Ready(Some(Ok(Frame::data(node))));
+            }
+            *this.nodes = None;
+            match ready!(this.batches.as_mut().poll_next(cx)) {
+                Some(Ok(batch)) => *this.nodes = Some(batch.into_nodes()),
+                Some(Err(status)) => return Poll::Ready(Some(Err(status.into()))),
+                None => return Poll::Ready(None),
+            }
+        }
+    }
+}

@@ -1,0 +1,212 @@
+//! `RecvStream`: volo-grpc's receiving stream, on [`Streaming`].
+
+use std::fmt;
+use std::marker::PhantomData;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+use pilota::pb::Message;
+use volo_grpc::body::BoxBody;
+use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
+use volo_grpc::codec::decode::Kind;
+use volo_grpc::metadata::MetadataMap;
+
+use super::compression::encoding_from_volo;
+use super::limits::default_limits;
+use crate::compression::{CompressionEncoding, GRPC_ENCODING};
+use crate::decode::{MessageDecoder, Streaming};
+use crate::envelope::Limits;
+use crate::status::{Code, Status};
+
+/// Decodes pilota protobuf messages. Bytes fields of the message share its
+/// buffer, which holds that message alone.
+pub struct PilotaDecoder<T>(PhantomData<fn() -> T>);
+
+impl<T> PilotaDecoder<T> {
+    /// A decoder for `T`.
+    pub fn new() -> Self {
+        PilotaDecoder(PhantomData)
+    }
+}
+
+impl<T> Default for PilotaDecoder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for PilotaDecoder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("PilotaDecoder")
+    }
+}
+
+impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
+    type Item = T;
+
+    fn decode(&mut self, message: Bytes) -> Result<T, Status> {
+        T::decode(message).map_err(|err| Status::internal(format!("error decoding message: {err}")))
+    }
+}
+
+/// The messages of a volo-grpc request or response body: a drop-in for
+/// `volo_grpc::RecvStream`, which the [build hook](super::build) replaces
+/// with it in generated code, so client-streaming and bidi handlers receive
+/// `Request<grpc_stream_codec::volo::RecvStream<T>>`.
+///
+/// Unlike the stock stream it checks each message's declared length against
+/// a receive limit (default 4 MiB, [`set_default_limits`](super::set_default_limits)
+/// or [`with_limits`](Self::with_limits)) before allocating anything for it,
+/// bounds decompression by the same limit, and keeps no frame buffer: each
+/// message is assembled straight into memory of its own. Too large a message
+/// fails with `resource_exhausted`. After any error the stream ends.
+///
+/// As in volo-grpc, a request body that the client cancelled ends the stream
+/// quietly instead of yielding `cancelled`.
+///
+/// ```no_run
+/// use grpc_stream_codec::volo::RecvStream;
+///
+/// // A client-streaming handler's body; `req.into_inner()` is the stream.
+/// async fn count<T>(mut requests: RecvStream<T>) -> Result<u64, volo_grpc::Status>
+/// where
+///     T: pilota::pb::Message + Default,
+/// {
+///     let mut count = 0;
+///     while let Some(_message) = requests.message().await? {
+///         count += 1;
+///     }
+///     Ok(count)
+/// }
+/// ```
+pub struct RecvStream<T> {
+    inner: Streaming<PilotaDecoder<T>>,
+    is_request: bool,
+    ended: bool,
+}
+
+impl<T: Message + Default> RecvStream<T> {
+    /// A stream over `body`, as the generated `RecvEntryMessage::from_body`
+    /// creates it. `compression_encoding` is what volo-grpc read from
+    /// `grpc-encoding` (its `Zlib` is gRPC's `deflate`).
+    pub fn new(body: BoxBody, kind: Kind, compression_encoding: Option<VoloEncoding>) -> Self {
+        let encoding = compression_encoding
+            .map(encoding_from_volo)
+            .filter(|encoding| !encoding.is_identity());
+        let body = VoloBody { inner: body };
+        let decoder = PilotaDecoder::new();
+        let (inner, is_request) = match kind {
+            Kind::Request => (Streaming::new_request(body, decoder, encoding), true),
+            Kind::Response(status) => {
+                let headers = encoding_headers(encoding);
+                (
+                    Streaming::new_response(status, &headers, body, decoder),
+                    false,
+                )
+            }
+        };
+        RecvStream {
+            inner: inner.with_limits(default_limits()),
+            is_request,
+            ended: false,
+        }
+    }
+
+    /// Sets the receive limit for messages not yet started. Call it before
+    /// reading, e.g. on `req.into_inner()` in a handler.
+    pub fn with_limits(mut self, limits: Limits) -> Self {
+        self.inner = self.inner.with_limits(limits);
+        self
+    }
+
+    /// The next message, or `None` at the end of a successful stream.
+    pub async fn message(&mut self) -> Result<Option<T>, volo_grpc::Status> {
+        match std::future::poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await {
+            Some(Ok(message)) => Ok(Some(message)),
+            Some(Err(status)) => Err(status),
+            None => Ok(None),
+        }
+    }
+
+    /// Reads the body to its end (discarding unread messages) and returns
+    /// its trailers. For a response, a non-`OK` status is the error.
+    pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, volo_grpc::Status> {
+        match self.inner.trailers().await {
+            Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
+            Err(status) => Err(status.into()),
+        }
+    }
+}
+
+fn encoding_headers(encoding: Option<CompressionEncoding>) -> HeaderMap {
+    let mut headers = HeaderMap::new();
+    if let Some(encoding) = encoding {
+        headers.insert(GRPC_ENCODING, encoding.header_value());
+    }
+    headers
+}
+
+impl<T: Message + Default> Stream for RecvStream<T> {
+    type Item = Result<T, volo_grpc::Status>;
+
+    fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let this = self.get_mut();
+        if this.ended {
+            return Poll::Ready(None);
+        }
+        match Pin::new(&mut this.inner).poll_next(cx) {
+            Poll::Ready(Some(Err(status)))
+                if this.is_request && status.code() == Code::Cancelled =>
+            {
+                this.ended = true;
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(result)) => Poll::Ready(Some(result.map_err(Into::into))),
+            Poll::Ready(None) => {
+                this.ended = true;
+                Poll::Ready(None)
+            }
+            Poll::Pending => Poll::Pending,
+        }
+    }
+}
+
+impl<T> fmt::Debug for RecvStream<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RecvStream")
+            .field("inner", &self.inner)
+            .field("is_request", &self.is_request)
+            .finish()
+    }
+}
+
+/// volo-grpc's body with this crate's `Status` as its error.
+struct VoloBody {
+    inner: BoxBody,
+}
+
+impl Body for VoloBody {
+    type Data = Bytes;
+    type Error = Status;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+        Pin::new(&mut self.inner)
+            .poll_frame(cx)
+            .map_err(Status::from)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}

@@ -1,0 +1,305 @@
+//! Unit tests of the adapter's encode and receive paths, on a hand-written
+//! pilota message (the example crate's end-to-end tests use generated code).
+
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use bytes::{Buf, Bytes};
+use futures_util::{StreamExt, stream};
+use http_body::Frame;
+use http_body_util::BodyExt;
+use pilota::pb::encoding::{DecodeContext, WireType, bytes as pb_bytes, skip_field};
+use pilota::pb::{DecodeError, EncodeLengthContext, Message};
+use volo_grpc::codec::compression::{CompressionEncoding as VoloEncoding, GzipConfig};
+use volo_grpc::codec::decode::Kind;
+
+use super::{RecvStream, encode};
+use crate::Limits;
+
+/// `message Blob { bytes payload = 1; }`
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Blob {
+    payload: Bytes,
+}
+
+impl Message for Blob {
+    fn encoded_len(&self, ctx: &mut EncodeLengthContext) -> usize {
+        pb_bytes::encoded_len(ctx, 1, &self.payload)
+    }
+
+    fn encode_raw(&self, buf: &mut linkedbytes::LinkedBytes) {
+        pb_bytes::encode(1, &self.payload, buf);
+    }
+
+    fn merge_field(
+        &mut self,
+        tag: u32,
+        wire_type: WireType,
+        buf: &mut Bytes,
+        ctx: &mut DecodeContext,
+        _is_root: bool,
+    ) -> Result<(), DecodeError> {
+        match tag {
+            1 => pb_bytes::merge(wire_type, &mut self.payload, buf, ctx),
+            _ => skip_field(wire_type, tag, buf, ctx),
+        }
+    }
+}
+
+fn blob(len: usize, fill: u8) -> Blob {
+    Blob {
+        payload: Bytes::from(vec![fill; len]),
+    }
+}
+
+async fn frames(
+    source: Vec<Result<Blob, volo_grpc::Status>>,
+    compression: Option<VoloEncoding>,
+) -> Vec<Result<Bytes, volo_grpc::Status>> {
+    let mut frames = encode(stream::iter(source), compression);
+    let mut out = Vec::new();
+    while let Some(frame) = frames.next().await {
+        out.push(frame.map(|frame| frame.into_data().expect("data frame")));
+    }
+    out
+}
+
+/// Splits wire bytes into (flag, payload) envelopes.
+fn envelopes(mut wire: &[u8]) -> Vec<(u8, Vec<u8>)> {
+    let mut out = Vec::new();
+    while wire.has_remaining() {
+        let flag = wire.get_u8();
+        let len = wire.get_u32() as usize;
+        out.push((flag, wire[..len].to_vec()));
+        wire.advance(len);
+    }
+    out
+}
+
+#[tokio::test]
+async fn ready_messages_share_one_frame() {
+    let source = (0..16).map(|i| blob(256, i)).map(Ok).collect();
+    let frames = frames(source, None).await;
+    assert_eq!(frames.len(), 1);
+    let wire = frames[0].as_ref().unwrap();
+    let envelopes = envelopes(wire);
+    assert_eq!(envelopes.len(), 16);
+    for (i, (flag, payload)) in envelopes.into_iter().enumerate() {
+        assert_eq!(flag, 0);
+        assert_eq!(
+            Blob::decode(Bytes::from(payload)).unwrap(),
+            blob(256, i as u8)
+        );
+    }
+}
+
+#[tokio::test]
+async fn identity_and_none_write_flag_zero_and_the_payload() {
+    for compression in [None, Some(VoloEncoding::Identity)] {
+        let frames = frames(vec![Ok(blob(3, 7))], compression).await;
+        let wire = frames[0].as_ref().unwrap();
+        assert_eq!(&wire[..], b"\0\0\0\0\x05\x0a\x03\x07\x07\x07");
+    }
+}
+
+#[tokio::test]
+async fn a_config_less_gzip_compresses() {
+    for compression in [
+        VoloEncoding::Gzip(None),
+        VoloEncoding::Gzip(Some(GzipConfig::default())),
+    ] {
+        let frames = frames(vec![Ok(blob(1000, 1))], Some(compression)).await;
+        let wire: Vec<u8> = frames
+            .iter()
+            .flat_map(|f| f.as_ref().unwrap().to_vec())
+            .collect();
+        let envelopes = envelopes(&wire);
+        assert_eq!(envelopes.len(), 1);
+        let (flag, compressed) = &envelopes[0];
+        assert_eq!(*flag, 1);
+        assert!(
+            compressed.len() < 100,
+            "gzip of a constant payload is small"
+        );
+        let mut plain = Vec::new();
+        crate::compression::decompress(
+            crate::CompressionEncoding::Gzip,
+            &mut &compressed[..],
+            &mut plain,
+            usize::MAX,
+        )
+        .unwrap();
+        assert_eq!(Blob::decode(Bytes::from(plain)).unwrap(), blob(1000, 1));
+    }
+}
+
+#[tokio::test]
+async fn large_bytes_fields_are_sent_by_reference() {
+    let big = blob(64 * 1024, 9);
+    let frames = frames(vec![Ok(big.clone())], None).await;
+    let frames: Vec<Bytes> = frames.into_iter().map(Result::unwrap).collect();
+    // Prefix and field header, then the payload node itself.
+    assert!(frames.len() >= 2);
+    assert!(
+        frames
+            .iter()
+            .any(|frame| frame.as_ptr() == big.payload.as_ptr() && frame.len() == big.payload.len()),
+        "the 64 KiB payload was copied"
+    );
+}
+
+#[tokio::test]
+async fn a_source_error_follows_the_messages_before_it() {
+    let source = vec![
+        Ok(blob(10, 1)),
+        Ok(blob(10, 2)),
+        Err(volo_grpc::Status::aborted("stop")),
+    ];
+    let frames = frames(source, None).await;
+    assert_eq!(frames.len(), 2);
+    assert_eq!(envelopes(frames[0].as_ref().unwrap()).len(), 2);
+    let status = frames[1].as_ref().unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::Aborted);
+    assert_eq!(status.message(), "stop");
+}
+
+/// A body of the given frames, then optional trailers.
+fn body(frames: Vec<Bytes>, trailers: Option<http::HeaderMap>) -> volo_grpc::body::BoxBody {
+    let frames = frames
+        .into_iter()
+        .map(Frame::data)
+        .chain(trailers.map(Frame::trailers))
+        .map(Ok);
+    volo_grpc::body::boxed(http_body_util::StreamBody::new(stream::iter(
+        frames.collect::<Vec<Result<_, volo_grpc::Status>>>(),
+    )))
+}
+
+fn wire(blobs: &[Blob]) -> Bytes {
+    let mut out = Vec::new();
+    for blob in blobs {
+        let mut ctx = EncodeLengthContext::default();
+        let payload = blob.encode_to_vec(&mut ctx);
+        out.push(0);
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(&payload);
+    }
+    Bytes::from(out)
+}
+
+fn ok_trailers() -> http::HeaderMap {
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static("0"));
+    trailers.insert("x-extra", http::HeaderValue::from_static("yes"));
+    trailers
+}
+
+#[tokio::test]
+async fn recv_stream_yields_messages_split_across_frames_then_trailers() {
+    let blobs = [blob(10, 1), blob(5000, 2), blob(0, 0)];
+    let wire = wire(&blobs);
+    let cuts = vec![wire.slice(..3), wire.slice(3..4000), wire.slice(4000..)];
+    let mut stream = RecvStream::<Blob>::new(
+        body(cuts, Some(ok_trailers())),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    for expected in &blobs {
+        assert_eq!(stream.message().await.unwrap().as_ref(), Some(expected));
+    }
+    assert_eq!(stream.message().await.unwrap(), None);
+    let trailers = stream.trailers().await.unwrap().unwrap();
+    assert_eq!(trailers.get("x-extra").unwrap(), "yes");
+}
+
+#[tokio::test]
+async fn recv_stream_limit_is_checked_on_the_header() {
+    let wire = wire(&[blob(2000, 1)]);
+    let mut stream = RecvStream::<Blob>::new(body(vec![wire.clone()], None), Kind::Request, None)
+        .with_limits(Limits::new().with_max_receive(1000));
+    let status = stream.message().await.unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::ResourceExhausted);
+    assert_eq!(status.message(), "message size 2003 exceeds limit 1000");
+    assert!(
+        stream.next().await.is_none(),
+        "the stream ends after an error"
+    );
+
+    // The default limit lets it through.
+    let mut stream = RecvStream::<Blob>::new(body(vec![wire], None), Kind::Request, None);
+    assert_eq!(stream.message().await.unwrap(), Some(blob(2000, 1)));
+}
+
+#[tokio::test]
+async fn recv_stream_reads_zlib_as_deflate() {
+    let payload = {
+        let mut ctx = EncodeLengthContext::default();
+        blob(3000, 4).encode_to_vec(&mut ctx)
+    };
+    let mut compressed = Vec::new();
+    crate::Compression::new(crate::CompressionEncoding::Deflate)
+        .compress(&mut &payload[..], &mut compressed)
+        .unwrap();
+    let mut wire = vec![1];
+    wire.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+    wire.extend_from_slice(&compressed);
+    let mut stream = RecvStream::<Blob>::new(
+        body(vec![Bytes::from(wire)], None),
+        Kind::Request,
+        Some(VoloEncoding::Zlib(None)),
+    );
+    assert_eq!(stream.message().await.unwrap(), Some(blob(3000, 4)));
+}
+
+#[tokio::test]
+async fn a_response_error_status_comes_after_the_messages() {
+    let mut trailers = http::HeaderMap::new();
+    trailers.insert("grpc-status", http::HeaderValue::from_static("5"));
+    trailers.insert("grpc-message", http::HeaderValue::from_static("gone"));
+    trailers.insert("x-extra", http::HeaderValue::from_static("yes"));
+    let mut stream = RecvStream::<Blob>::new(
+        body(vec![wire(&[blob(1, 1)])], Some(trailers)),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    assert_eq!(stream.message().await.unwrap(), Some(blob(1, 1)));
+    let status = stream.message().await.unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::NotFound);
+    assert_eq!(status.message(), "gone");
+    assert_eq!(status.metadata().get("x-extra").unwrap(), "yes");
+}
+
+/// A body that fails with `cancelled`, as hyper reports a client reset.
+struct Cancelled;
+
+impl http_body::Body for Cancelled {
+    type Data = Bytes;
+    type Error = volo_grpc::Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, volo_grpc::Status>>> {
+        Poll::Ready(Some(Err(volo_grpc::Status::cancelled("client went away"))))
+    }
+}
+
+#[tokio::test]
+async fn a_cancelled_request_ends_quietly_but_a_cancelled_response_is_an_error() {
+    let mut request = RecvStream::<Blob>::new(Cancelled.boxed_unsync(), Kind::Request, None);
+    assert!(request.next().await.is_none());
+
+    let mut response = RecvStream::<Blob>::new(
+        Cancelled.boxed_unsync(),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    let status = response.next().await.unwrap().unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::Cancelled);
+}
+
+#[test]
+fn recv_stream_is_send_and_unpin() {
+    fn check<T: Send + Unpin>() {}
+    check::<RecvStream<Blob>>();
+}
