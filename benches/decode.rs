@@ -1,0 +1,260 @@
+//! Decode: the `EnvelopeAssembler` against the single growing `BytesMut`
+//! reader it replaces, on the same frames in the same run, plus a `memcpy`
+//! floor for the 1 MiB row.
+//!
+//! `cargo bench --bench decode`; a quick pass:
+//! `cargo bench --bench decode -- --warm-up-time 1 --measurement-time 2`.
+//! Every arm keeps one reader for the whole run, as a long-lived stream
+//! does, so the timings and the printed `alloc/msg decode ...` lines are the
+//! steady state.
+
+mod support;
+
+use bytes::{Buf, BufMut, Bytes, BytesMut};
+use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
+use grpc_stream_codec::envelope::{DEFAULT_MAX_RECEIVE_SIZE, EnvelopeHeader, HEADER_LEN};
+use grpc_stream_codec::{Limits, Status};
+use std::hint::black_box;
+
+const KIB: usize = 1024;
+const MIB: usize = 1024 * KIB;
+/// The largest HTTP/2 DATA frame most peers send (the default max frame size).
+const H2_FRAME: usize = 16 * KIB;
+
+/// One unit of work: frames as the transport delivers them, and what the
+/// consumer does with each message.
+struct Workload {
+    name: String,
+    /// Frames that share one allocation made up front, so handing a frame
+    /// to a reader costs a reference count, never an allocation.
+    frames: Vec<Bytes>,
+    messages: usize,
+    /// The consumer still holds the previous message when the next frame
+    /// arrives (otherwise it drops each message at once).
+    hold_previous: bool,
+    /// Payload bytes of the single message, for the `memcpy` floor.
+    memcpy_floor: Option<usize>,
+}
+
+fn wire(sizes: impl IntoIterator<Item = usize>) -> Vec<u8> {
+    let mut wire = Vec::new();
+    for (index, len) in sizes.into_iter().enumerate() {
+        wire.extend_from_slice(&EnvelopeHeader::message(false, len as u32).to_bytes());
+        wire.resize(wire.len() + len, index as u8);
+    }
+    wire
+}
+
+/// Cuts `wire` into `size`-byte frames, or one frame per envelope with `None`.
+fn cut(wire: Vec<u8>, size: usize) -> Vec<Bytes> {
+    let whole = Bytes::from(wire);
+    (0..whole.len())
+        .step_by(size)
+        .map(|start| whole.slice(start..whole.len().min(start + size)))
+        .collect()
+}
+
+fn workloads() -> Vec<Workload> {
+    let small = |name: &str, count: usize, frame: usize| Workload {
+        name: name.to_string(),
+        frames: cut(wire(vec![300; count]), frame),
+        messages: count,
+        hold_previous: false,
+        memcpy_floor: None,
+    };
+    let one = |name: &str, len: usize| Workload {
+        name: name.to_string(),
+        frames: cut(wire([len]), H2_FRAME),
+        messages: 1,
+        hold_previous: false,
+        memcpy_floor: None,
+    };
+    let per_frame = |hold_previous| Workload {
+        name: format!(
+            "300B_one_per_frame_{}",
+            if hold_previous { "held" } else { "dropped" }
+        ),
+        // 64 frames of one envelope each: one message per DATA frame.
+        frames: cut(wire(vec![300; 64]), HEADER_LEN + 300),
+        messages: 64,
+        hold_previous,
+        memcpy_floor: None,
+    };
+    vec![
+        per_frame(false),
+        per_frame(true),
+        one("64KiB_in_16KiB_frames", 64 * KIB),
+        Workload {
+            memcpy_floor: Some(MIB),
+            ..one("1MiB_in_16KiB_frames", MIB)
+        },
+        // About 1 MiB of 300 B messages in four 256 KiB HTTP/1 chunks.
+        small("300B_packed_in_256KiB_chunks", 3438, 256 * KIB),
+        small("300B_straddling_1000B_chunks", 1000, 1000),
+        small("300B_x100_in_one_frame", 100, usize::MAX),
+        small("300B_x1000_in_one_frame", 1000, usize::MAX),
+    ]
+}
+
+/// The reader being replaced, re-implemented from tonic 0.14's `Streaming`
+/// (volo-grpc 0.12's decoder buffers the same way): every frame is appended
+/// to one per-stream `BytesMut` (8 KiB to start); a complete header makes it
+/// `reserve` the declared length; a complete message is cut off with
+/// `split_to(len).freeze()`, which is what a `Bytes`-yielding decoder's
+/// `copy_to_bytes` on tonic's `DecodeBuf` comes down to. Only the
+/// uncompressed path, which is all these workloads use.
+struct SlicingReader {
+    buf: BytesMut,
+    /// The length of the envelope whose header has been read.
+    body: Option<usize>,
+}
+
+impl SlicingReader {
+    fn new() -> Self {
+        Self {
+            buf: BytesMut::with_capacity(8 * KIB),
+            body: None,
+        }
+    }
+
+    fn push(&mut self, frame: Bytes) {
+        self.buf.put(frame);
+    }
+
+    fn next(&mut self) -> Result<Option<Bytes>, Status> {
+        let len = match self.body {
+            Some(len) => len,
+            None => {
+                if self.buf.len() < HEADER_LEN {
+                    return Ok(None);
+                }
+                if self.buf.get_u8() != 0 {
+                    return Err(Status::internal("compressed messages are not benched"));
+                }
+                let len = self.buf.get_u32() as usize;
+                if len > DEFAULT_MAX_RECEIVE_SIZE {
+                    return Err(Status::internal("message too large"));
+                }
+                self.buf.reserve(len);
+                self.body = Some(len);
+                len
+            }
+        };
+        if self.buf.len() < len {
+            return Ok(None);
+        }
+        self.body = None;
+        Ok(Some(self.buf.split_to(len).freeze()))
+    }
+}
+
+/// What the consumer does with a message.
+fn consume(message: Bytes, held: &mut Option<Bytes>, hold: bool) {
+    black_box(&message);
+    if hold {
+        // The previous message is dropped only now, after the next one
+        // was assembled.
+        *held = Some(message);
+    }
+}
+
+fn run_assembler(reader: &mut EnvelopeAssembler, w: &Workload, held: &mut Option<Bytes>) -> usize {
+    let mut messages = 0;
+    for frame in &w.frames {
+        reader.push(frame.clone());
+        while let Some(decoded) = reader.next().expect("bench frames are valid") {
+            let Decoded::Message(message) = decoded else {
+                panic!("no trailers in bench frames");
+            };
+            messages += 1;
+            consume(message, held, w.hold_previous);
+        }
+    }
+    messages
+}
+
+fn run_slicing(reader: &mut SlicingReader, w: &Workload, held: &mut Option<Bytes>) -> usize {
+    let mut messages = 0;
+    for frame in &w.frames {
+        reader.push(frame.clone());
+        while let Some(message) = reader.next().expect("bench frames are valid") {
+            messages += 1;
+            consume(message, held, w.hold_previous);
+        }
+    }
+    messages
+}
+
+/// The floor: one copy of the payload, frame by frame, into a fresh `Vec`
+/// of exactly its length. No parsing, no bookkeeping.
+fn run_memcpy(w: &Workload, len: usize) -> usize {
+    let mut message = Vec::with_capacity(len);
+    let mut skip = HEADER_LEN;
+    for frame in &w.frames {
+        message.extend_from_slice(&frame[skip..]);
+        skip = 0;
+    }
+    assert_eq!(message.len(), len);
+    black_box(&message);
+    1
+}
+
+fn decode(c: &mut Criterion) {
+    for w in workloads() {
+        let mut group = c.benchmark_group(format!("decode/{}", w.name));
+        group.throughput(Throughput::Elements(w.messages as u64));
+        let rounds = (4096 / w.messages).clamp(2, 256);
+
+        let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
+        let mut held = None;
+        assert_eq!(run_assembler(&mut assembler, &w, &mut held), w.messages);
+        let mut reported = false;
+        group.bench_function("assembler", |b| {
+            if !reported {
+                reported = true;
+                support::print_allocs_per_message(
+                    &format!("decode assembler {}", w.name),
+                    rounds,
+                    || run_assembler(&mut assembler, &w, &mut held),
+                );
+            }
+            b.iter(|| run_assembler(&mut assembler, &w, &mut held));
+        });
+
+        let mut slicing = SlicingReader::new();
+        let mut held = None;
+        assert_eq!(run_slicing(&mut slicing, &w, &mut held), w.messages);
+        let mut reported = false;
+        group.bench_function("slicing", |b| {
+            if !reported {
+                reported = true;
+                support::print_allocs_per_message(
+                    &format!("decode slicing {}", w.name),
+                    rounds,
+                    || run_slicing(&mut slicing, &w, &mut held),
+                );
+            }
+            b.iter(|| run_slicing(&mut slicing, &w, &mut held));
+        });
+
+        if let Some(len) = w.memcpy_floor {
+            let mut reported = false;
+            group.bench_function("memcpy", |b| {
+                if !reported {
+                    reported = true;
+                    support::print_allocs_per_message(
+                        &format!("decode memcpy {}", w.name),
+                        rounds,
+                        || run_memcpy(&w, len),
+                    );
+                }
+                b.iter(|| run_memcpy(&w, len));
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, decode);
+criterion_main!(benches);
