@@ -203,21 +203,6 @@ fn a_length_above_the_limit_is_resource_exhausted_without_allocating_it() {
 }
 
 #[test]
-fn a_configured_limit_applies_to_the_declared_length() {
-    let _process = shared();
-    for side in SIDES {
-        let stream = open(side, vec![message(&[1; 100]), message(&[2; 101])], None)
-            .with_limits(Limits::new().with_max_receive(100));
-        assert_fails(
-            stream,
-            &[&[1; 100]],
-            Code::ResourceExhausted,
-            "message size 101 exceeds limit 100",
-        );
-    }
-}
-
-#[test]
 fn a_body_ending_inside_a_header_is_internal() {
     let _process = shared();
     for side in SIDES {
