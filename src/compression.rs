@@ -238,7 +238,8 @@ impl From<CompressionEncoding> for Compression {
 /// Output beyond `limit` fails with `resource_exhausted` (the envelope's
 /// standard text) before it is written, and `out` never grows past `limit`
 /// bytes of capacity, so a small bomb cannot make a large allocation. Corrupt
-/// input is `internal`.
+/// input is `internal`, and so is input with bytes left over after the end of
+/// the compressed stream (they would otherwise be dropped unseen).
 pub fn decompress(
     encoding: CompressionEncoding,
     input: &mut impl Buf,
@@ -254,7 +255,7 @@ pub fn decompress(
     };
     // Readers over the input, not writers into the sink: a reader reports a
     // stream that ends early, which a corrupt or truncated payload must be.
-    let reader = input.reader();
+    let reader = (&mut *input).reader();
     let result = match encoding {
         CompressionEncoding::Identity => copy_reader(reader, &mut sink),
         #[cfg(feature = "gzip")]
@@ -270,7 +271,17 @@ pub fn decompress(
             .and_then(|decoder| copy_reader(decoder.single_frame(), &mut sink)),
         #[allow(unreachable_patterns)]
         other => return Err(unsupported(other)),
-    };
+    }
+    .and_then(|()| {
+        // A decoder stops at the end of its stream; bytes after it would be
+        // silently dropped, so they make the payload corrupt.
+        match input.remaining() {
+            0 => Ok(()),
+            left => Err(io::Error::other(format!(
+                "{left} bytes after the end of the compressed data"
+            ))),
+        }
+    });
     if sink.overflowed {
         // Report the size that would have been reached, not what was written.
         let written = sink.out.len() - start;

@@ -44,5 +44,11 @@ fuzz_target!(|input: &[u8]| {
         assert_eq!(read.code(), status.code());
         assert_eq!(read.message(), status.message());
         assert_eq!(read.details(), status.details());
+        assert_eq!(metadata(&read), metadata(&status));
     }
 });
+
+/// Metadata with "none" and "empty" counted as the same.
+fn metadata(status: &Status) -> Option<&HeaderMap> {
+    status.metadata().filter(|map| !map.is_empty())
+}
