@@ -188,6 +188,10 @@ impl Compression {
             CompressionEncoding::Zstd => {
                 zstd::stream::write::Encoder::new(&mut sink, self.zstd_level()).and_then(
                     |mut encoder| {
+                        // A known size lets zstd pick a window no larger than
+                        // the message, which receivers then allocate.
+                        encoder.set_pledged_src_size(Some(input.remaining() as u64))?;
+                        encoder.include_contentsize(true)?;
                         copy_all(input, &mut encoder)?;
                         encoder.finish().map(drop)
                     },
@@ -267,8 +271,12 @@ pub fn decompress(
             copy_reader(flate2::bufread::ZlibDecoder::new(reader), &mut sink)
         }
         #[cfg(feature = "zstd")]
-        CompressionEncoding::Zstd => zstd::stream::read::Decoder::with_buffer(reader)
-            .and_then(|decoder| copy_reader(decoder.single_frame(), &mut sink)),
+        CompressionEncoding::Zstd => {
+            zstd::stream::read::Decoder::with_buffer(reader).and_then(|mut decoder| {
+                decoder.window_log_max(zstd_window_log_max(limit))?;
+                copy_reader(decoder.single_frame(), &mut sink)
+            })
+        }
         #[allow(unreachable_patterns)]
         other => return Err(unsupported(other)),
     }
@@ -295,6 +303,18 @@ pub fn decompress(
             format!("{encoding} decompression failed: {error}"),
         )
     })
+}
+
+/// The largest zstd window a frame may declare when at most `limit` bytes
+/// may come out of it. zstd allocates the declared window up front, so a tiny
+/// frame could otherwise reserve up to 128 MiB; a window larger than the
+/// whole permitted output buys the sender nothing. Never below 8 MiB (2^23),
+/// the window common encoders use at their default levels (zstd's own and
+/// Go's), never above zstd's default cap (2^27).
+#[cfg(feature = "zstd")]
+fn zstd_window_log_max(limit: usize) -> u32 {
+    let needed = usize::BITS - limit.saturating_sub(1).leading_zeros();
+    needed.clamp(23, 27)
 }
 
 fn unsupported(encoding: CompressionEncoding) -> Status {
@@ -545,6 +565,35 @@ mod tests {
             assert!(err.message().ends_with("exceeds limit 1048576"), "{err}");
             assert!(out.capacity() <= limit, "{encoding}: {}", out.capacity());
         }
+    }
+
+    #[test]
+    fn zstd_frames_declaring_a_window_beyond_the_limit_are_refused() {
+        // A frame compressed with a 2^25 window (long-distance mode) declares
+        // that window in its header; the decoder would allocate it.
+        let input = sample(64 * 1024);
+        let mut encoder = zstd::stream::write::Encoder::new(Vec::new(), 3).unwrap();
+        encoder.window_log(25).unwrap();
+        encoder.long_distance_matching(true).unwrap();
+        std::io::Write::write_all(&mut encoder, &input).unwrap();
+        let wire = encoder.finish().unwrap();
+        let mut out = Vec::new();
+        let err =
+            decompress(CompressionEncoding::Zstd, &mut &wire[..], &mut out, 1 << 20).unwrap_err();
+        assert_eq!(err.code(), Code::Internal, "{err}");
+        // With a limit that could use such a window, the same frame decodes.
+        decompress(
+            CompressionEncoding::Zstd,
+            &mut &wire[..],
+            &mut out,
+            64 << 20,
+        )
+        .unwrap();
+        assert_eq!(out, input);
+        assert_eq!(zstd_window_log_max(4 * 1024 * 1024), 23);
+        assert_eq!(zstd_window_log_max(64 * 1024 * 1024), 26);
+        assert_eq!(zstd_window_log_max(1), 23);
+        assert_eq!(zstd_window_log_max(usize::MAX), 27);
     }
 
     #[test]
