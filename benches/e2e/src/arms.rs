@@ -12,11 +12,22 @@ pub enum Arm {
     StockTonic,
     /// tonic with this crate's codec.
     Tonic,
+    /// tonic with this crate's codec and the pass-through guard layer.
+    TonicGuardPass,
+    /// tonic with this crate's codec and the assembling guard layer.
+    TonicGuardAssemble,
 }
 
 impl Arm {
     /// Every arm, in the order they are reported.
-    pub const ALL: [Arm; 4] = [Arm::StockVolo, Arm::Volo, Arm::StockTonic, Arm::Tonic];
+    pub const ALL: [Arm; 6] = [
+        Arm::StockVolo,
+        Arm::Volo,
+        Arm::StockTonic,
+        Arm::Tonic,
+        Arm::TonicGuardPass,
+        Arm::TonicGuardAssemble,
+    ];
 
     /// Short name used on the command line and in the JSON.
     pub fn key(self) -> &'static str {
@@ -25,6 +36,8 @@ impl Arm {
             Arm::Volo => "volo-codec",
             Arm::StockTonic => "tonic-stock",
             Arm::Tonic => "tonic-codec",
+            Arm::TonicGuardPass => "tonic-codec-guard-pass",
+            Arm::TonicGuardAssemble => "tonic-codec-guard-assemble",
         }
     }
 
@@ -40,6 +53,8 @@ impl Arm {
             Arm::Volo => "volo-grpc + grpc-stream-codec",
             Arm::StockTonic => "stock tonic",
             Arm::Tonic => "tonic + grpc-stream-codec",
+            Arm::TonicGuardPass => "tonic + codec + guard (pass)",
+            Arm::TonicGuardAssemble => "tonic + codec + guard (assemble)",
         }
     }
 
@@ -50,6 +65,8 @@ impl Arm {
             Arm::Volo => ("volo-echo-server", &[]),
             Arm::StockTonic => ("tonic-echo-server", &["--stock"]),
             Arm::Tonic => ("tonic-echo-server", &[]),
+            Arm::TonicGuardPass => ("tonic-echo-server", &["--guard", "pass"]),
+            Arm::TonicGuardAssemble => ("tonic-echo-server", &["--guard", "assemble"]),
         }
     }
 
@@ -57,7 +74,9 @@ impl Arm {
     pub fn baseline(self) -> Arm {
         match self {
             Arm::StockVolo | Arm::Volo => Arm::StockVolo,
-            Arm::StockTonic | Arm::Tonic => Arm::StockTonic,
+            Arm::StockTonic | Arm::Tonic | Arm::TonicGuardPass | Arm::TonicGuardAssemble => {
+                Arm::StockTonic
+            }
         }
     }
 }
