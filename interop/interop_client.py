@@ -18,7 +18,7 @@ MIB = 1024 * 1024
 AT_LIMIT = 4 * MIB - 5
 PAYLOADS = [0, 256, MIB, AT_LIMIT]
 COMPRESSIONS = {
-    "identity": grpc.Compression.NoCompression,
+    "none": grpc.Compression.NoCompression,
     "gzip": grpc.Compression.Gzip,
     "deflate": grpc.Compression.Deflate,
 }
@@ -160,7 +160,7 @@ def main():
             return
         raise AssertionError("over-limit message was accepted")
 
-    check.case("unary_over_limit", "identity", AT_LIMIT + 1, over_limit)
+    check.case("unary_over_limit", "none", AT_LIMIT + 1, over_limit)
 
     # Above the limit the other way: our client refuses a reply above 4 MiB.
     def reply_over_limit():
@@ -171,7 +171,7 @@ def main():
             return
         raise AssertionError("over-limit reply was accepted")
 
-    check.case("server_stream_reply_over_limit", "identity", AT_LIMIT + 1, reply_over_limit)
+    check.case("server_stream_reply_over_limit", "none", AT_LIMIT + 1, reply_over_limit)
 
     # A server error after k messages: k messages, then the status with its
     # message and trailing metadata intact.
@@ -203,7 +203,7 @@ def main():
                 return
             raise AssertionError("the call ended without the error")
 
-        check.case(f"{rpc}_error_after_k", "identity", 64, fails_after_k)
+        check.case(f"{rpc}_error_after_k", "none", 64, fails_after_k)
 
     print(f"{args.label}: {check.failures} failures", flush=True)
     sys.exit(1 if check.failures else 0)
