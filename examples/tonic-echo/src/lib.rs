@@ -8,6 +8,7 @@ use std::net::SocketAddr;
 
 use grpc_stream_codec::tonic::guard::{GuardMode, RequestGuardLayer};
 use tokio::net::TcpListener;
+use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
 use tonic::codec::CompressionEncoding;
 use tonic::transport::Server;
@@ -66,7 +67,13 @@ pub async fn serve_with(
     listener: TcpListener,
     options: ServeOptions,
 ) -> Result<(), tonic::transport::Error> {
-    let incoming = TcpListenerStream::new(listener);
+    // tonic sets TCP_NODELAY only on sockets it accepts itself; without it
+    // small streamed replies wait on Nagle's algorithm for the peer's ACK.
+    let incoming = TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
     let guard = options
         .guard
         .map(|mode| RequestGuardLayer::new().with_mode(mode));
