@@ -69,6 +69,8 @@ pub struct Reply {
     pub status: tonic::Status,
     /// The response body's bytes.
     pub data: Vec<u8>,
+    /// The response headers, with the trailers added.
+    pub metadata: HeaderMap,
 }
 
 impl Reply {
@@ -97,10 +99,12 @@ pub async fn call(
 pub async fn read_reply(response: Response<RecvStream>) -> Reply {
     let (parts, mut body) = response.into_parts();
     assert_eq!(parts.status, http::StatusCode::OK, "{parts:?}");
-    if let Some(status) = tonic::Status::from_header_map(&parts.headers) {
+    let mut metadata = parts.headers;
+    if let Some(status) = tonic::Status::from_header_map(&metadata) {
         return Reply {
             status,
             data: Vec::new(),
+            metadata,
         };
     }
     let mut data = Vec::new();
@@ -115,7 +119,12 @@ pub async fn read_reply(response: Response<RecvStream>) -> Reply {
         .unwrap()
         .expect("a gRPC response ends with trailers");
     let status = tonic::Status::from_header_map(&trailers).expect("grpc-status in the trailers");
-    Reply { status, data }
+    metadata.extend(trailers);
+    Reply {
+        status,
+        data,
+        metadata,
+    }
 }
 
 /// A raw HTTP/2 server on 127.0.0.1 that reads each request to its end and
