@@ -100,11 +100,17 @@ async fn expect(
 async fn compressed_flag_without_grpc_encoding_is_internal() {
     let _serial = SERIAL.lock().await;
     let body = envelope(1, &compress(Encoding::Gzip, &request(b"x").encode_to_vec()));
-    expect("flag 1, no grpc-encoding", &[], &body, Code::Internal, |r| {
-        r.status
-            .message()
-            .contains("compressed-flag but no grpc-encoding")
-    })
+    expect(
+        "flag 1, no grpc-encoding",
+        &[],
+        &body,
+        Code::Internal,
+        |r| {
+            r.status
+                .message()
+                .contains("compressed-flag but no grpc-encoding")
+        },
+    )
     .await;
 }
 
@@ -114,17 +120,23 @@ async fn unknown_grpc_encoding_is_unimplemented_with_the_accepted_list() {
     for flags in [0, 1] {
         let body = envelope(flags, &request(b"x").encode_to_vec());
         let headers = [("grpc-encoding", "snappy")];
-        expect("grpc-encoding snappy", &headers, &body, Code::Unimplemented, |r| {
-            let accepted = r
-                .metadata
-                .get("grpc-accept-encoding")
-                .and_then(|v| v.to_str().ok())
-                .unwrap_or_default();
-            r.status.message().contains("snappy")
-                && ["gzip", "deflate", "zstd"]
-                    .iter()
-                    .all(|name| accepted.contains(name))
-        })
+        expect(
+            "grpc-encoding snappy",
+            &headers,
+            &body,
+            Code::Unimplemented,
+            |r| {
+                let accepted = r
+                    .metadata
+                    .get("grpc-accept-encoding")
+                    .and_then(|v| v.to_str().ok())
+                    .unwrap_or_default();
+                r.status.message().contains("snappy")
+                    && ["gzip", "deflate", "zstd"]
+                        .iter()
+                        .all(|name| accepted.contains(name))
+            },
+        )
         .await;
     }
 }
@@ -149,9 +161,13 @@ async fn corrupt_compressed_payloads_are_internal() {
         ] {
             let headers = [("grpc-encoding", encoding.name())];
             let what = format!("{encoding} {name}");
-            expect(&what, &headers, &envelope(1, &payload), Code::Internal, |r| {
-                r.status.message().starts_with("Error decompressing")
-            })
+            expect(
+                &what,
+                &headers,
+                &envelope(1, &payload),
+                Code::Internal,
+                |r| r.status.message().starts_with("Error decompressing"),
+            )
             .await;
         }
     }

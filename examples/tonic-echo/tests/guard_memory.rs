@@ -64,7 +64,10 @@ fn held_streams(guard: Option<GuardMode>) -> (isize, isize) {
             .unwrap();
         let server = tokio::spawn(tonic_echo::serve_with(
             listener,
-            ServeOptions { stock: false, guard },
+            ServeOptions {
+                stock: false,
+                guard,
+            },
         ));
         // One full call first, so lazily built state is not counted.
         let warm = raw::connect(addr).await;
