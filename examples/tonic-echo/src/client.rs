@@ -6,15 +6,23 @@ use std::fmt;
 use bytes::Bytes;
 use tokio_stream::{Stream, StreamExt};
 use tonic::codec::CompressionEncoding;
+use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Status, Streaming};
+use tonic::{Request, Status, Streaming};
 
 use crate::adapter::{EchoRequest, EchoResponse};
 use crate::{adapter, stock};
 
-/// An Echo client using grpc-stream-codec's codec or tonic's stock one.
+/// An Echo client using grpc-stream-codec's codec or tonic's stock one,
+/// optionally sending the same metadata with every call.
 #[derive(Debug, Clone)]
-pub enum EchoClient {
+pub struct EchoClient {
+    stub: Stub,
+    metadata: MetadataMap,
+}
+
+#[derive(Debug, Clone)]
+enum Stub {
     /// Generated with `grpc_stream_codec::tonic::ProstCodec`.
     Adapter(adapter::echo_client::EchoClient<Channel>),
     /// Generated with `tonic_prost::ProstCodec`.
@@ -23,9 +31,9 @@ pub enum EchoClient {
 
 macro_rules! with_client {
     ($self:ident, $client:ident => $body:expr) => {
-        match $self {
-            EchoClient::Adapter($client) => $body,
-            EchoClient::Stock($client) => $body,
+        match &mut $self.stub {
+            Stub::Adapter($client) => $body,
+            Stub::Stock($client) => $body,
         }
     };
 }
@@ -45,23 +53,42 @@ impl EchoClient {
 
     /// A client over an existing channel.
     pub fn new(channel: Channel, stock: bool, compression: Option<CompressionEncoding>) -> Self {
-        if stock {
+        let stub = if stock {
             let mut client = stock::echo_client::EchoClient::new(channel);
             if let Some(encoding) = compression {
                 client = client.send_compressed(encoding).accept_compressed(encoding);
             }
-            EchoClient::Stock(client)
+            Stub::Stock(client)
         } else {
             let mut client = adapter::echo_client::EchoClient::new(channel);
             if let Some(encoding) = compression {
                 client = client.send_compressed(encoding).accept_compressed(encoding);
             }
-            EchoClient::Adapter(client)
+            Stub::Adapter(client)
+        };
+        EchoClient {
+            stub,
+            metadata: MetadataMap::new(),
         }
+    }
+
+    /// Sends `metadata` with every call from now on.
+    pub fn with_metadata(mut self, metadata: MetadataMap) -> Self {
+        self.metadata = metadata;
+        self
+    }
+
+    fn request<T>(&self, message: T) -> Request<T> {
+        let mut request = Request::new(message);
+        if !self.metadata.is_empty() {
+            *request.metadata_mut() = self.metadata.clone();
+        }
+        request
     }
 
     /// Calls Unary.
     pub async fn unary(&mut self, request: EchoRequest) -> Result<EchoResponse, Status> {
+        let request = self.request(request);
         with_client!(self, client => client.unary(request).await.map(|r| r.into_inner()))
     }
 
@@ -70,6 +97,7 @@ impl EchoClient {
         &mut self,
         request: EchoRequest,
     ) -> Result<Streaming<EchoResponse>, Status> {
+        let request = self.request(request);
         with_client!(self, client => client.server_stream(request).await.map(|r| r.into_inner()))
     }
 
@@ -78,6 +106,7 @@ impl EchoClient {
         &mut self,
         requests: impl Stream<Item = EchoRequest> + Send + 'static,
     ) -> Result<EchoResponse, Status> {
+        let requests = self.request(requests);
         with_client!(self, client => client.client_stream(requests).await.map(|r| r.into_inner()))
     }
 
@@ -86,6 +115,7 @@ impl EchoClient {
         &mut self,
         requests: impl Stream<Item = EchoRequest> + Send + 'static,
     ) -> Result<Streaming<EchoResponse>, Status> {
+        let requests = self.request(requests);
         with_client!(self, client => client.bidi(requests).await.map(|r| r.into_inner()))
     }
 }

@@ -1,17 +1,26 @@
 //! `tonic-echo-client --addr http://127.0.0.1:PORT [--stock]
 //! [--rpc unary|server|client|bidi|all] [--size N] [--count N]
-//! [--compression none|gzip|deflate|zstd]`
+//! [--compression none|gzip|deflate|zstd] [--metadata KEY=VALUE]...
+//! [--expect-code CODE]`
 //!
 //! Runs the chosen RPCs against a server and verifies every reply; exits
-//! non-zero on the first mismatch or failed call.
+//! non-zero on the first mismatch or failed call. `--metadata` (repeatable)
+//! is sent with every call; a key ending in `-bin` takes the value's bytes
+//! as its binary value. With `--expect-code CODE` (a gRPC code name such as
+//! `RESOURCE_EXHAUSTED`) every chosen RPC must fail with exactly that code:
+//! the run exits 1 if one succeeds or fails with another code. Usage errors
+//! exit 2.
 
 use std::process::ExitCode;
 
+use grpc_stream_codec::Code;
 use tonic::codec::CompressionEncoding;
+use tonic::metadata::{AsciiMetadataKey, BinaryMetadataKey, MetadataMap, MetadataValue};
 use tonic_echo::{EchoClient, Mismatch};
 
 const USAGE: &str = "usage: tonic-echo-client --addr http://127.0.0.1:PORT [--stock] \
-[--rpc unary|server|client|bidi|all] [--size N] [--count N] [--compression none|gzip|deflate|zstd]";
+[--rpc unary|server|client|bidi|all] [--size N] [--count N] [--compression none|gzip|deflate|zstd] \
+[--metadata KEY=VALUE]... [--expect-code CODE]";
 
 struct Options {
     addr: String,
@@ -20,6 +29,32 @@ struct Options {
     size: u32,
     count: u32,
     compression: Option<CompressionEncoding>,
+    metadata: MetadataMap,
+    expect_code: Option<Code>,
+}
+
+/// Adds `KEY=VALUE` to `metadata`.
+fn add_metadata(metadata: &mut MetadataMap, pair: &str) -> Result<(), String> {
+    let (key, value) = pair
+        .split_once('=')
+        .ok_or(format!("--metadata {pair}: expected KEY=VALUE"))?;
+    let invalid = |e: &dyn std::fmt::Display| format!("--metadata {pair}: {e}");
+    if key.ends_with("-bin") {
+        let key = BinaryMetadataKey::from_bytes(key.as_bytes()).map_err(|e| invalid(&e))?;
+        metadata.append_bin(key, MetadataValue::from_bytes(value.as_bytes()));
+    } else {
+        let key = AsciiMetadataKey::from_bytes(key.as_bytes()).map_err(|e| invalid(&e))?;
+        let value = value.parse().map_err(|e| invalid(&e))?;
+        metadata.append(key, value);
+    }
+    Ok(())
+}
+
+/// A gRPC code by its canonical name, e.g. `RESOURCE_EXHAUSTED`.
+fn parse_code(name: &str) -> Option<Code> {
+    (0..17)
+        .map(Code::from_i32)
+        .find(|code| code.as_str() == name)
 }
 
 fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
@@ -30,6 +65,8 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         size: 1024,
         count: 10,
         compression: None,
+        metadata: MetadataMap::new(),
+        expect_code: None,
     };
     let mut args = args;
     while let Some(arg) = args.next() {
@@ -61,6 +98,12 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 options.compression = tonic_echo::parse_compression(&name)
                     .ok_or(format!("unknown --compression {name}"))?;
             }
+            "--metadata" => add_metadata(&mut options.metadata, &value()?)?,
+            "--expect-code" => {
+                let name = value()?;
+                options.expect_code =
+                    Some(parse_code(&name).ok_or(format!("unknown --expect-code {name}"))?);
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),
         }
@@ -89,7 +132,7 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let mut client =
+    let client =
         match EchoClient::connect(options.addr.clone(), options.stock, options.compression).await {
             Ok(client) => client,
             Err(error) => {
@@ -97,10 +140,26 @@ async fn main() -> ExitCode {
                 return ExitCode::FAILURE;
             }
         };
+    let mut client = client.with_metadata(options.metadata.clone());
     for rpc in &options.rpcs {
-        match run(rpc, &mut client, options.size, options.count).await {
-            Ok(()) => println!("{rpc}: ok (size {}, count {})", options.size, options.count),
-            Err(error) => {
+        let outcome = run(rpc, &mut client, options.size, options.count).await;
+        match (outcome, options.expect_code) {
+            (Ok(()), None) => {
+                println!("{rpc}: ok (size {}, count {})", options.size, options.count)
+            }
+            (Err(Mismatch::Status(status)), Some(expected))
+                if i32::from(status.code()) == expected.as_i32() =>
+            {
+                println!(
+                    "{rpc}: failed as expected with {expected}: {}",
+                    status.message()
+                )
+            }
+            (Ok(()), Some(expected)) => {
+                eprintln!("{rpc}: succeeded, expected {expected}");
+                return ExitCode::FAILURE;
+            }
+            (Err(error), _) => {
                 eprintln!("{rpc}: {error}");
                 return ExitCode::FAILURE;
             }

@@ -1,0 +1,143 @@
+//! What 1,000 streams that each send only an envelope header declaring
+//! 4 MiB (plus 16 payload bytes) and then hold still cost a tonic server,
+//! with and without grpc-stream-codec's guard layer: process-wide live heap
+//! bytes from a counting allocator, server and raw client in one process.
+
+#[path = "../../../tests/support/counting_alloc.rs"]
+mod counting_alloc;
+#[path = "support/raw.rs"]
+mod raw;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use counting_alloc::{CountingAlloc, global_live, global_peak, reset_global_peak};
+use grpc_stream_codec::tonic::guard::GuardMode;
+use raw::{CLIENT_STREAM, LIMIT, UNARY, header, message};
+use tonic::Code;
+use tonic_echo::ServeOptions;
+use tonic_echo::adapter::EchoRequest;
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc;
+
+const STREAMS: usize = 1000;
+const CONNECTIONS: usize = 10;
+/// At the limit, so tonic accepts the header and reserves what it declares.
+const DECLARED: u32 = LIMIT as u32;
+const SENT: usize = 16;
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// Waits until live bytes stop moving (less than 64 KiB over ten polls in a
+/// row, or at most ~20 s) and returns them.
+async fn settle() -> usize {
+    let mut last = global_live();
+    let mut stable = 0;
+    for _ in 0..400 {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = global_live();
+        if now.abs_diff(last) < 64 * 1024 {
+            stable += 1;
+            if stable == 10 {
+                return now;
+            }
+        } else {
+            stable = 0;
+        }
+        last = now;
+    }
+    last
+}
+
+/// Growth of live bytes, and of the peak, while `STREAMS` held-open streams
+/// sit on a server with `guard`.
+fn held_streams(guard: Option<GuardMode>) -> (isize, isize) {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    let figures = runtime.block_on(async {
+        let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+            .await
+            .unwrap();
+        let server = tokio::spawn(tonic_echo::serve_with(
+            listener,
+            ServeOptions {
+                stock: false,
+                guard,
+            },
+        ));
+        // One full call first, so lazily built state is not counted.
+        let warm = raw::connect(addr).await;
+        let reply = raw::call(&warm, UNARY, &[], message(&EchoRequest::default())).await;
+        assert_eq!(reply.code(), Code::Ok);
+
+        let before = settle().await;
+        let peak_before = reset_global_peak();
+        let mut held = Vec::with_capacity(STREAMS);
+        let mut clients = Vec::with_capacity(CONNECTIONS);
+        let mut body = header(0, DECLARED);
+        body.extend_from_slice(&[7; SENT]);
+        let body = Bytes::from(body);
+        for _ in 0..CONNECTIONS {
+            let client = raw::connect(addr).await;
+            for _ in 0..STREAMS / CONNECTIONS {
+                let mut ready = client.clone().ready().await.unwrap();
+                let (response, mut stream) = ready
+                    .send_request(raw::grpc_request(CLIENT_STREAM, &[]), false)
+                    .unwrap();
+                stream.send_data(body.clone(), false).unwrap();
+                held.push((response, stream));
+            }
+            // The server reads a connection's frames in order: once this
+            // call is answered, it has taken every held stream above.
+            let reply = raw::call(&client, UNARY, &[], message(&EchoRequest::default())).await;
+            assert_eq!(reply.code(), Code::Ok);
+            clients.push(client);
+        }
+        let after = settle().await;
+        let growth = after as isize - before as isize;
+        let peak = global_peak() as isize - peak_before as isize;
+        drop((held, clients, warm));
+        server.abort();
+        (growth, peak)
+    });
+    drop(runtime);
+    figures
+}
+
+#[test]
+fn assembling_guard_keeps_held_open_headers_from_reserving_memory() {
+    let (assembling, assembling_peak) = held_streams(Some(GuardMode::Assembling));
+    let (pass, pass_peak) = held_streams(Some(GuardMode::PassThrough));
+    let (stock, stock_peak) = held_streams(None);
+    let show = |bytes: isize| bytes as f64 / MIB;
+    eprintln!(
+        "{STREAMS} streams over {CONNECTIONS} connections, each a header declaring {DECLARED} \
+         bytes plus {SENT} bytes, held open; growth of process-wide live heap (peak):\n  \
+         no layer:    {:>9.1} MiB ({:.1} MiB)\n  \
+         pass-through:{:>9.1} MiB ({:.1} MiB)\n  \
+         assembling:  {:>9.1} MiB ({:.1} MiB)",
+        show(stock),
+        show(stock_peak),
+        show(pass),
+        show(pass_peak),
+        show(assembling),
+        show(assembling_peak),
+    );
+    let reserved = (STREAMS * DECLARED as usize) as isize;
+    assert!(
+        assembling < 64 * 1024 * 1024,
+        "assembling guard: {assembling} bytes"
+    );
+    assert!(
+        assembling_peak < 64 * 1024 * 1024,
+        "assembling guard peak: {assembling_peak} bytes"
+    );
+    // Without the assembler, tonic reserves every declared length: the
+    // pass-through mode checks headers but forwards them, so it cannot help.
+    assert!(stock >= reserved, "no layer: {stock} bytes");
+    assert!(pass >= reserved, "pass-through: {pass} bytes");
+}
