@@ -86,6 +86,41 @@ impl GuardConfig {
     }
 }
 
+/// The builder methods and the `Layer` impl, the same for both layers.
+macro_rules! guard_layer {
+    ($layer:ident, $service:ident) => {
+        impl $layer {
+            /// A pass-through layer with the default limit (4 MiB).
+            pub fn new() -> Self {
+                Self::default()
+            }
+
+            /// Takes the receive limit from `limits`.
+            pub fn with_limits(mut self, limits: Limits) -> Self {
+                self.config = self.config.with_limits(limits);
+                self
+            }
+
+            /// Sets the mode.
+            pub fn with_mode(mut self, mode: GuardMode) -> Self {
+                self.config = self.config.with_mode(mode);
+                self
+            }
+        }
+
+        impl<S> Layer<S> for $layer {
+            type Service = $service<S>;
+
+            fn layer(&self, inner: S) -> Self::Service {
+                $service {
+                    inner,
+                    config: self.config,
+                }
+            }
+        }
+    };
+}
+
 /// Guards the request bodies a tonic server receives.
 ///
 /// Add it with `Server::builder().layer(RequestGuardLayer::new())`; for one
@@ -95,35 +130,7 @@ pub struct RequestGuardLayer {
     config: GuardConfig,
 }
 
-impl RequestGuardLayer {
-    /// A pass-through layer with the default limit (4 MiB).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Takes the receive limit from `limits`.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.config = self.config.with_limits(limits);
-        self
-    }
-
-    /// Sets the mode.
-    pub fn with_mode(mut self, mode: GuardMode) -> Self {
-        self.config = self.config.with_mode(mode);
-        self
-    }
-}
-
-impl<S> Layer<S> for RequestGuardLayer {
-    type Service = RequestGuard<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        RequestGuard {
-            inner,
-            config: self.config,
-        }
-    }
-}
+guard_layer!(RequestGuardLayer, RequestGuard);
 
 /// The service [`RequestGuardLayer`] produces.
 #[derive(Clone, Debug)]
@@ -162,35 +169,7 @@ pub struct ResponseGuardLayer {
     config: GuardConfig,
 }
 
-impl ResponseGuardLayer {
-    /// A pass-through layer with the default limit (4 MiB).
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    /// Takes the receive limit from `limits`.
-    pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.config = self.config.with_limits(limits);
-        self
-    }
-
-    /// Sets the mode.
-    pub fn with_mode(mut self, mode: GuardMode) -> Self {
-        self.config = self.config.with_mode(mode);
-        self
-    }
-}
-
-impl<S> Layer<S> for ResponseGuardLayer {
-    type Service = ResponseGuard<S>;
-
-    fn layer(&self, inner: S) -> Self::Service {
-        ResponseGuard {
-            inner,
-            config: self.config,
-        }
-    }
-}
+guard_layer!(ResponseGuardLayer, ResponseGuard);
 
 /// The service [`ResponseGuardLayer`] produces.
 #[derive(Clone, Debug)]
