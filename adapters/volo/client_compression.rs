@@ -64,8 +64,13 @@ pub struct ClientCompressionLayer {
 
 impl ClientCompressionLayer {
     /// Compress requests with `send` (`None` or `Identity`: uncompressed)
-    /// and accept responses compressed with any of `accept`. volo-grpc's
-    /// `Zlib` is sent and accepted as `deflate`; configured levels are kept.
+    /// and ask for responses compressed with any of `accept`. volo-grpc's
+    /// `Zlib` is sent and listed as `deflate`; configured levels are kept.
+    ///
+    /// A response is decoded with whatever its `grpc-encoding` names (either
+    /// name of deflate included) if this build supports it, listed or not;
+    /// an encoding it does not support fails the stream with
+    /// `unimplemented`.
     pub fn new(send: Option<VoloEncoding>, accept: impl IntoIterator<Item = VoloEncoding>) -> Self {
         ClientCompressionLayer {
             send: compression_from_volo(send),
@@ -127,22 +132,20 @@ where
         mut req: Request<T>,
     ) -> Result<Self::Response, Self::Error> {
         self.config.write_headers(req.metadata_mut().headers_mut());
-        let response_encoding = self
-            .config
-            .accept_header()
-            .map(|_| ResponseEncoding::default());
+        // Every response gets the slot, whatever this client accepts: some
+        // servers (grpcio) compress responses the client never listed, and
+        // any encoding this build supports can be read.
+        let response_encoding = ResponseEncoding::default();
         let scope = CallScope {
             send: self.config.send,
-            response: response_encoding.clone(),
+            response: Some(response_encoding.clone()),
         };
         let response = InScope {
             scope: Some(scope),
             inner: self.inner.call(cx, req),
         }
         .await?;
-        if let Some(slot) = response_encoding {
-            slot.set(response.metadata().headers().get(GRPC_ENCODING).cloned());
-        }
+        response_encoding.set(response.metadata().headers().get(GRPC_ENCODING).cloned());
         Ok(response)
     }
 }
