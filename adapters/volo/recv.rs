@@ -91,6 +91,9 @@ pub struct RecvStream<T> {
     ended: bool,
 }
 
+// `Ready` is the state for the stream's whole life after the first read;
+// boxing it would cost an allocation per stream to save bytes on a stack.
+#[expect(clippy::large_enum_variant)]
 enum Inner<T> {
     Ready(Streaming<PilotaDecoder<T>>),
     /// A response created inside a [`ClientCompressionLayer`] call: volo-grpc

@@ -302,7 +302,11 @@ macro_rules! flavour {
                         ..Default::default()
                     })
                     .map(Ok);
-                let failed = stream::iter(fail_after.map(|_| Err(crate::failure(sent))));
+                let failed = stream::iter(
+                    fail_after
+                        .map(|_| crate::failure(sent))
+                        .map(Err::<EchoResponse, Status>),
+                );
                 Ok(Response::new(responses.chain(failed).boxed()))
             }
 
@@ -330,21 +334,25 @@ macro_rules! flavour {
             ) -> Result<Response<BoxStream<'static, Result<EchoResponse, Status>>>, Status> {
                 let fail_after = self.fail_after_for(req.metadata());
                 let requests = req.into_inner();
-                // One request past K is read: its arrival is what fails.
-                let limit = fail_after.map_or(usize::MAX, |k| k as usize + 1);
-                let mut seq = 0u32;
-                let responses = requests.take(limit).map(move |request| {
-                    if Some(seq) == fail_after {
-                        return Err(crate::failure(seq));
-                    }
-                    let response = EchoResponse {
-                        payload: request?.payload,
-                        seq,
-                        ..Default::default()
-                    };
-                    seq += 1;
-                    Ok(response)
-                });
+                // (requests, seq, failed): the request after the K-th echo
+                // is read, and its arrival is what fails the stream.
+                let state = (requests, 0u32, false);
+                let responses =
+                    stream::unfold(state, move |(mut requests, seq, failed)| async move {
+                        if failed {
+                            return None;
+                        }
+                        let request = requests.next().await?;
+                        if Some(seq) == fail_after {
+                            return Some((Err(crate::failure(seq)), (requests, seq, true)));
+                        }
+                        let response = request.map(|request| EchoResponse {
+                            payload: request.payload,
+                            seq,
+                            ..Default::default()
+                        });
+                        Some((response, (requests, seq + 1, false)))
+                    });
                 Ok(Response::new(responses.boxed()))
             }
         }
