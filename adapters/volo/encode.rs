@@ -12,6 +12,7 @@ use pilota::pb::{EncodeLengthContext, Message};
 use pin_project_lite::pin_project;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 
+use super::client_compression::scoped_send;
 use super::compression::compression_from_volo;
 use super::limits::default_limits;
 use crate::encode::{EncodeConfig, EncodeStream, IntoNodes, MessageEncoder};
@@ -77,8 +78,14 @@ where
     S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
     T: Message + 'static,
 {
+    // volo-grpc passes `None` when it has no compression configured, which
+    // is how a `ClientCompressionLayer` around the call takes over.
+    let compression = match compression_encoding {
+        None => scoped_send(),
+        configured => compression_from_volo(configured),
+    };
     let config = EncodeConfig::new()
-        .with_compression(compression_from_volo(compression_encoding))
+        .with_compression(compression)
         .with_limits(default_limits());
     encode_with_config(source, config)
 }

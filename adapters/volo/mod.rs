@@ -50,11 +50,31 @@
 //! The rewrite fails the build, naming the file, if volo-build's output does
 //! not have the calls it expects, rather than leaving a service on the stock
 //! path without saying so.
+//!
+//! # Deflate with other gRPC implementations
+//!
+//! volo-grpc 0.12 calls deflate `zlib` in `grpc-encoding` and
+//! `grpc-accept-encoding`, and reads those headers itself before the adapter
+//! sees a message, so on its own it neither understands nor is understood by
+//! grpcio, grpc-go or tonic, which say `deflate`. One line on each side
+//! fixes it:
+//!
+//! - server: `Server::new().layer_front(grpc_stream_codec::volo::DeflateNameLayer)`
+//!   renames the headers on the way in and out ([`DeflateNameLayer`]); the
+//!   service must list volo-grpc's `Zlib` in its send/accept compressions;
+//! - client: `.layer_inner(grpc_stream_codec::volo::ClientCompressionLayer::new(send, accept))`
+//!   on the client builder, *instead of* `send_compressions`/`accept_compressions`
+//!   ([`ClientCompressionLayer`]; volo-grpc's client writes those headers
+//!   after every layer, so the layer takes the compression over).
 
 pub mod build;
 
 #[cfg(feature = "volo")]
+mod client_compression;
+#[cfg(feature = "volo")]
 mod compression;
+#[cfg(feature = "volo")]
+mod deflate_name;
 #[cfg(feature = "volo")]
 mod encode;
 #[cfg(feature = "volo")]
@@ -65,7 +85,13 @@ mod recv;
 mod status;
 
 #[cfg(feature = "volo")]
+pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
+#[cfg(feature = "volo")]
 pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
+#[cfg(feature = "volo")]
+pub use deflate_name::{
+    DeflateName, DeflateNameLayer, rename_request_headers, rename_response_headers,
+};
 #[cfg(feature = "volo")]
 pub use encode::{PilotaEncoder, encode, encode_with_config};
 #[cfg(feature = "volo")]

@@ -15,6 +15,7 @@ use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
+use super::client_compression::{ResponseEncoding, scoped_response_encoding};
 use super::compression::encoding_from_volo;
 use super::limits::default_limits;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
@@ -84,9 +85,30 @@ impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
 /// }
 /// ```
 pub struct RecvStream<T> {
-    inner: Streaming<PilotaDecoder<T>>,
+    inner: Inner<T>,
+    limits: Limits,
     is_request: bool,
     ended: bool,
+}
+
+// `Ready` is the state for the stream's whole life after the first read;
+// boxing it would cost an allocation per stream to save bytes on a stack.
+#[expect(clippy::large_enum_variant)]
+enum Inner<T> {
+    Ready(Streaming<PilotaDecoder<T>>),
+    /// A response created inside a [`ClientCompressionLayer`] call: volo-grpc
+    /// built this stream before the layer could see the response's
+    /// `grpc-encoding`, so the decoder is made on the first read, by which
+    /// time the layer has filled it in.
+    ///
+    /// [`ClientCompressionLayer`]: super::ClientCompressionLayer
+    AwaitingEncoding {
+        status: http::StatusCode,
+        body: BoxBody,
+        encoding: ResponseEncoding,
+    },
+    /// Only while moving from the state above to `Ready`.
+    Moving,
 }
 
 impl<T: Message + Default> RecvStream<T> {
@@ -97,12 +119,30 @@ impl<T: Message + Default> RecvStream<T> {
         let encoding = compression_encoding
             .map(encoding_from_volo)
             .filter(|encoding| !encoding.is_identity());
-        let body = VoloBody { inner: body };
+        let limits = default_limits();
         let decoder = PilotaDecoder::new();
         let (inner, is_request) = match kind {
-            Kind::Request => (Streaming::new_request(body, decoder, encoding), true),
+            Kind::Request => (
+                Streaming::new_request(VoloBody { inner: body }, decoder, encoding),
+                true,
+            ),
             Kind::Response(status) => {
+                if compression_encoding.is_none()
+                    && let Some(encoding) = scoped_response_encoding()
+                {
+                    return RecvStream {
+                        inner: Inner::AwaitingEncoding {
+                            status,
+                            body,
+                            encoding,
+                        },
+                        limits,
+                        is_request: false,
+                        ended: false,
+                    };
+                }
                 let headers = encoding_headers(encoding);
+                let body = VoloBody { inner: body };
                 (
                     Streaming::new_response(status, &headers, body, decoder),
                     false,
@@ -110,7 +150,8 @@ impl<T: Message + Default> RecvStream<T> {
             }
         };
         RecvStream {
-            inner: inner.with_limits(default_limits()),
+            inner: Inner::Ready(inner.with_limits(limits)),
+            limits,
             is_request,
             ended: false,
         }
@@ -119,8 +160,38 @@ impl<T: Message + Default> RecvStream<T> {
     /// Sets the receive limit for messages not yet started. Call it before
     /// reading, e.g. on `req.into_inner()` in a handler.
     pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.inner = self.inner.with_limits(limits);
+        self.limits = limits;
+        if let Inner::Ready(inner) = self.inner {
+            self.inner = Inner::Ready(inner.with_limits(limits));
+        }
         self
+    }
+
+    /// The decoding stream, made now if it waited for the response's
+    /// encoding.
+    fn streaming(&mut self) -> &mut Streaming<PilotaDecoder<T>> {
+        if let Inner::AwaitingEncoding { .. } = self.inner
+            && let Inner::AwaitingEncoding {
+                status,
+                body,
+                encoding,
+            } = std::mem::replace(&mut self.inner, Inner::Moving)
+        {
+            let streaming = Streaming::new_response(
+                status,
+                &encoding.headers(),
+                VoloBody { inner: body },
+                PilotaDecoder::new(),
+            );
+            self.inner = Inner::Ready(streaming.with_limits(self.limits));
+        }
+        match &mut self.inner {
+            Inner::Ready(streaming) => streaming,
+            // `Moving` never outlives the block above.
+            Inner::AwaitingEncoding { .. } | Inner::Moving => {
+                unreachable!("the stream was made above")
+            }
+        }
     }
 
     /// The next message, or `None` at the end of a successful stream.
@@ -135,7 +206,7 @@ impl<T: Message + Default> RecvStream<T> {
     /// Reads the body to its end (discarding unread messages) and returns
     /// its trailers. For a response, a non-`OK` status is the error.
     pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, volo_grpc::Status> {
-        match self.inner.trailers().await {
+        match self.streaming().trailers().await {
             Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
             Err(status) => Err(status.into()),
         }
@@ -158,7 +229,7 @@ impl<T: Message + Default> Stream for RecvStream<T> {
         if this.ended {
             return Poll::Ready(None);
         }
-        match Pin::new(&mut this.inner).poll_next(cx) {
+        match Pin::new(this.streaming()).poll_next(cx) {
             Poll::Ready(Some(Err(status)))
                 if this.is_request && status.code() == Code::Cancelled =>
             {
@@ -178,7 +249,14 @@ impl<T: Message + Default> Stream for RecvStream<T> {
 impl<T> fmt::Debug for RecvStream<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("RecvStream")
-            .field("inner", &self.inner)
+            .field(
+                "inner",
+                match &self.inner {
+                    Inner::Ready(streaming) => streaming as &dyn fmt::Debug,
+                    Inner::AwaitingEncoding { .. } => &"awaiting the response's grpc-encoding",
+                    Inner::Moving => &"moving",
+                },
+            )
             .field("is_request", &self.is_request)
             .finish()
     }

@@ -303,3 +303,118 @@ fn recv_stream_is_send_and_unpin() {
     fn check<T: Send + Unpin>() {}
     check::<RecvStream<Blob>>();
 }
+
+fn deflated(blob: &Blob) -> Bytes {
+    let payload = {
+        let mut ctx = EncodeLengthContext::default();
+        blob.encode_to_vec(&mut ctx)
+    };
+    let mut compressed = Vec::new();
+    crate::Compression::new(crate::CompressionEncoding::Deflate)
+        .compress(&mut &payload[..], &mut compressed)
+        .unwrap();
+    let mut wire = vec![1];
+    wire.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
+    wire.extend_from_slice(&compressed);
+    Bytes::from(wire)
+}
+
+/// Inside a `ClientCompressionLayer` call, volo-grpc (configured with no
+/// compression) hands `encode` `None`; the layer's choice applies.
+#[tokio::test]
+async fn encode_inside_a_client_compression_call_uses_its_compression() {
+    let deflate = Some(crate::Compression::new(crate::CompressionEncoding::Deflate));
+    let scoped = super::client_compression::in_call_scope(deflate, None, async {
+        frames(vec![Ok(blob(3000, 7))], None).await
+    })
+    .await;
+    let wire: Vec<u8> = scoped.into_iter().flat_map(|f| f.unwrap()).collect();
+    let sent = envelopes(&wire);
+    assert_eq!(sent.len(), 1);
+    assert_eq!(sent[0].0, 1, "compressed flag");
+    let mut inflated = Vec::new();
+    crate::compression::decompress(
+        crate::CompressionEncoding::Deflate,
+        &mut &sent[0].1[..],
+        &mut inflated,
+        1 << 20,
+    )
+    .unwrap();
+    assert_eq!(Blob::decode(Bytes::from(inflated)).unwrap(), blob(3000, 7));
+
+    // Outside a call, `None` stays uncompressed.
+    let plain = frames(vec![Ok(blob(3000, 7))], None).await;
+    assert_eq!(envelopes(plain[0].as_ref().unwrap())[0].0, 0);
+}
+
+/// A response stream created inside a `ClientCompressionLayer` call reads
+/// the encoding the layer learns from the response headers afterwards.
+#[tokio::test]
+async fn a_response_stream_waits_for_the_layer_to_name_its_encoding() {
+    for name in ["deflate", "zlib"] {
+        let slot = super::client_compression::ResponseEncoding::default();
+        let mut stream =
+            super::client_compression::in_call_scope(None, Some(slot.clone()), async {
+                RecvStream::<Blob>::new(
+                    body(vec![deflated(&blob(3000, 4))], Some(ok_trailers())),
+                    Kind::Response(http::StatusCode::OK),
+                    None,
+                )
+            })
+            .await;
+        slot.fill(name);
+        assert_eq!(
+            stream.message().await.unwrap(),
+            Some(blob(3000, 4)),
+            "{name}"
+        );
+        assert_eq!(stream.message().await.unwrap(), None);
+    }
+
+    // Without the layer's word the compressed flag has no encoding.
+    let mut stream = RecvStream::<Blob>::new(
+        body(vec![deflated(&blob(3000, 4))], Some(ok_trailers())),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    assert_eq!(
+        stream.message().await.unwrap_err().code(),
+        volo_grpc::Code::Internal
+    );
+}
+
+/// An encoding the layer reports that this build does not know is
+/// `unimplemented`, and the receive limit set before the first read holds.
+#[tokio::test]
+async fn a_waiting_response_stream_keeps_limits_and_refuses_unknown_encodings() {
+    let slot = super::client_compression::ResponseEncoding::default();
+    let mut stream = super::client_compression::in_call_scope(None, Some(slot.clone()), async {
+        RecvStream::<Blob>::new(
+            body(vec![deflated(&blob(3000, 4))], None),
+            Kind::Response(http::StatusCode::OK),
+            None,
+        )
+    })
+    .await;
+    slot.fill("snappy");
+    assert_eq!(
+        stream.message().await.unwrap_err().code(),
+        volo_grpc::Code::Unimplemented
+    );
+
+    let slot = super::client_compression::ResponseEncoding::default();
+    let mut stream = super::client_compression::in_call_scope(None, Some(slot.clone()), async {
+        RecvStream::<Blob>::new(
+            body(vec![wire(&[blob(2000, 1)])], None),
+            Kind::Response(http::StatusCode::OK),
+            None,
+        )
+    })
+    .await
+    .with_limits(Limits::new().with_max_receive(1000));
+    slot.fill("deflate");
+    assert_eq!(
+        stream.message().await.unwrap_err().code(),
+        volo_grpc::Code::ResourceExhausted
+    );
+}

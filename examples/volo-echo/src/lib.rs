@@ -20,17 +20,59 @@ use volo_grpc::codec::compression::{CompressionEncoding, GzipConfig, ZlibConfig,
 ///
 /// `ServerStream` follows the proto: `response_count` responses (0 means 1),
 /// each of `response_size` bytes all equal to `seq % 251`, `seq` counting
-/// from 0. `Bidi` echoes each request's payload with its `seq`;
-/// `ClientStream` returns the number of requests and their total payload.
+/// from 0 (a `response_size` above [`MAX_RESPONSE_SIZE`] is refused with
+/// `resource_exhausted`). `Bidi` echoes each request's payload with its
+/// `seq`; `ClientStream` returns the number of requests and their total
+/// payload.
+///
+/// Errors mid-stream, as the Python and tonic example servers do them:
+/// request metadata `x-fail-after: K` ([`FAIL_AFTER`]) makes `ServerStream`
+/// send `min(K, count)` responses and `Bidi` echo K requests, then fail
+/// (`Bidi` when request K+1 arrives) with [`failure`]: `aborted`,
+/// `failed after K messages`, trailing metadata `x-fail-detail: K`.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EchoService {
-    /// When set, `ServerStream` and `Bidi` end with an `aborted` status after
-    /// this many responses (for tests of errors mid-stream).
+    /// K for calls without `x-fail-after` metadata; the metadata wins.
     pub fail_after: Option<u32>,
 }
 
-/// The message of the status [`EchoService::fail_after`] ends a stream with.
-pub const FAIL_MESSAGE: &str = "failing as configured";
+/// Request metadata that makes `ServerStream` and `Bidi` fail after that
+/// many responses.
+pub const FAIL_AFTER: &str = "x-fail-after";
+
+/// Trailing metadata sent with that failure; its value is the count.
+pub const FAIL_DETAIL: &str = "x-fail-detail";
+
+/// The largest `response_size` `ServerStream` honours: a gRPC peer's
+/// default receive limit, so no request makes the server allocate more per
+/// response than a client could take.
+pub const MAX_RESPONSE_SIZE: u32 = 4 * 1024 * 1024;
+
+/// The status a stream fails with after `sent` responses: `aborted`,
+/// `failed after K messages`, trailing metadata `x-fail-detail: K`.
+pub fn failure(sent: u32) -> volo_grpc::Status {
+    let mut status = volo_grpc::Status::new(
+        volo_grpc::Code::Aborted,
+        format!("failed after {sent} messages"),
+    );
+    status
+        .metadata_mut()
+        .headers_mut()
+        .insert(FAIL_DETAIL, http::HeaderValue::from(sent));
+    status
+}
+
+impl EchoService {
+    /// K for a call: its `x-fail-after` metadata, else [`Self::fail_after`].
+    /// A value that is not a number is ignored.
+    pub fn fail_after_for(&self, metadata: &volo_grpc::metadata::MetadataMap) -> Option<u32> {
+        metadata
+            .get(FAIL_AFTER)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse().ok())
+            .or(self.fail_after)
+    }
+}
 
 /// The payload of `ServerStream` response `seq`.
 pub fn server_stream_payload(seq: u32, size: u32) -> Bytes {
@@ -127,6 +169,81 @@ fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), CallError> {
     }
 }
 
+/// How the flavours' `client_with` (and `adapter::grpc_client`) build a
+/// client.
+#[derive(Clone, Debug, Default)]
+pub struct ClientOptions {
+    /// Compress requests with this, and accept responses compressed with it.
+    pub compression: Option<CompressionEncoding>,
+    /// Metadata sent with every request.
+    pub metadata: MetadataLayer,
+}
+
+/// A client layer that adds fixed metadata to every request (the binaries'
+/// `--metadata KEY=VALUE`).
+#[derive(Clone, Debug, Default)]
+pub struct MetadataLayer {
+    pairs: std::sync::Arc<Vec<(http::HeaderName, http::HeaderValue)>>,
+}
+
+impl MetadataLayer {
+    /// The layer for these `(key, value)` pairs; fails on a name or value
+    /// that cannot be a header.
+    pub fn new<K: AsRef<str>, V: AsRef<str>>(pairs: &[(K, V)]) -> Result<Self, String> {
+        let pairs = pairs
+            .iter()
+            .map(|(key, value)| {
+                let (key, value) = (key.as_ref(), value.as_ref());
+                let name = http::HeaderName::try_from(key)
+                    .map_err(|err| format!("metadata key {key:?}: {err}"))?;
+                let value = http::HeaderValue::try_from(value)
+                    .map_err(|err| format!("metadata value {value:?}: {err}"))?;
+                Ok((name, value))
+            })
+            .collect::<Result<Vec<_>, String>>()?;
+        Ok(MetadataLayer {
+            pairs: std::sync::Arc::new(pairs),
+        })
+    }
+}
+
+impl<S> volo::Layer<S> for MetadataLayer {
+    type Service = MetadataService<S>;
+
+    fn layer(self, inner: S) -> MetadataService<S> {
+        MetadataService { inner, layer: self }
+    }
+}
+
+/// The service of [`MetadataLayer`].
+#[derive(Clone, Debug)]
+pub struct MetadataService<S> {
+    inner: S,
+    layer: MetadataLayer,
+}
+
+impl<S, T> volo::Service<volo_grpc::context::ClientContext, volo_grpc::Request<T>>
+    for MetadataService<S>
+where
+    S: volo::Service<volo_grpc::context::ClientContext, volo_grpc::Request<T>> + Sync,
+    T: Send,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+
+    async fn call(
+        &self,
+        cx: &mut volo_grpc::context::ClientContext,
+        mut req: volo_grpc::Request<T>,
+    ) -> Result<S::Response, S::Error> {
+        let headers = req.metadata_mut().headers_mut();
+        for (name, value) in self.layer.pairs.iter() {
+            headers.append(name.clone(), value.clone());
+        }
+        self.inner.call(cx, req).await
+    }
+}
+
 /// Binds `addr` (port 0 for any free port) for [`adapter::serve`] or
 /// [`stock::serve`], returning the listener and the bound address.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener, SocketAddr)> {
@@ -138,15 +255,15 @@ pub async fn bind(addr: SocketAddr) -> std::io::Result<(tokio::net::TcpListener,
 /// The items of one flavour; `$recv` is the receiving stream type its
 /// generated code uses.
 macro_rules! flavour {
-    ($recv:ident) => {
+    ($recv:ident, deflate_names: $deflate_names:expr, serve_doc: $serve_doc:literal) => {
         use std::net::SocketAddr;
 
-        use futures::{StreamExt, TryStreamExt, stream};
+        use futures::{StreamExt, stream};
         use volo_grpc::codec::compression::CompressionEncoding;
         use volo_grpc::server::{Server, ServiceBuilder};
         use volo_grpc::{BoxStream, Request, Response, Status};
 
-        use crate::{CallError, EchoService, FAIL_MESSAGE, Rpc, check, ended_ok};
+        use crate::{CallError, EchoService, Rpc, check, ended_ok};
 
         impl Echo for EchoService {
             async fn unary(
@@ -164,10 +281,18 @@ macro_rules! flavour {
                 &self,
                 req: Request<EchoRequest>,
             ) -> Result<Response<BoxStream<'static, Result<EchoResponse, Status>>>, Status> {
+                let fail_after = self.fail_after_for(req.metadata());
                 let req = req.into_inner();
+                if req.response_size > crate::MAX_RESPONSE_SIZE {
+                    return Err(Status::resource_exhausted(format!(
+                        "response_size {} exceeds {}",
+                        req.response_size,
+                        crate::MAX_RESPONSE_SIZE
+                    )));
+                }
                 let count = req.response_count.max(1);
                 let size = req.response_size;
-                let sent = self.fail_after.map_or(count, |k| k.min(count));
+                let sent = fail_after.map_or(count, |k| k.min(count));
                 // A plain iterator: every response is ready at once, which is
                 // what batching is for.
                 let responses = stream::iter(0..sent)
@@ -177,7 +302,12 @@ macro_rules! flavour {
                         ..Default::default()
                     })
                     .map(Ok);
-                Ok(Response::new(with_failure(responses, self.fail_after)))
+                let failed = stream::iter(
+                    fail_after
+                        .map(|_| crate::failure(sent))
+                        .map(Err::<EchoResponse, Status>),
+                );
+                Ok(Response::new(responses.chain(failed).boxed()))
             }
 
             async fn client_stream(
@@ -202,39 +332,35 @@ macro_rules! flavour {
                 &self,
                 req: Request<$recv<EchoRequest>>,
             ) -> Result<Response<BoxStream<'static, Result<EchoResponse, Status>>>, Status> {
+                let fail_after = self.fail_after_for(req.metadata());
                 let requests = req.into_inner();
-                let limit = self.fail_after.map_or(usize::MAX, |k| k as usize);
-                let mut seq = 0;
-                let responses = requests.take(limit).map_ok(move |request| {
-                    let response = EchoResponse {
-                        payload: request.payload,
-                        seq,
-                        ..Default::default()
-                    };
-                    seq += 1;
-                    response
-                });
-                Ok(Response::new(with_failure(responses, self.fail_after)))
-            }
-        }
-
-        fn with_failure<S>(
-            responses: S,
-            fail_after: Option<u32>,
-        ) -> BoxStream<'static, Result<EchoResponse, Status>>
-        where
-            S: futures::Stream<Item = Result<EchoResponse, Status>> + Send + 'static,
-        {
-            match fail_after {
-                None => responses.boxed(),
-                Some(_) => responses
-                    .chain(stream::iter([Err(Status::aborted(FAIL_MESSAGE))]))
-                    .boxed(),
+                // (requests, seq, failed): the request after the K-th echo
+                // is read, and its arrival is what fails the stream.
+                let state = (requests, 0u32, false);
+                let responses =
+                    stream::unfold(state, move |(mut requests, seq, failed)| async move {
+                        if failed {
+                            return None;
+                        }
+                        let request = requests.next().await?;
+                        if Some(seq) == fail_after {
+                            return Some((Err(crate::failure(seq)), (requests, seq, true)));
+                        }
+                        let response = request.map(|request| EchoResponse {
+                            payload: request.payload,
+                            seq,
+                            ..Default::default()
+                        });
+                        Some((response, (requests, seq + 1, false)))
+                    });
+                Ok(Response::new(responses.boxed()))
             }
         }
 
         /// Serves `service` on `listener` until the task is dropped, sending
         /// and accepting gzip, zlib (deflate) and zstd.
+        ///
+        #[doc = $serve_doc]
         pub async fn serve(
             listener: tokio::net::TcpListener,
             service: EchoService,
@@ -243,17 +369,37 @@ macro_rules! flavour {
                 .send_compressions(crate::all_compressions())
                 .accept_compressions(crate::all_compressions())
                 .build();
-            Server::new()
-                .add_service(codec)
-                .run(volo::net::incoming::DefaultIncoming::from(listener))
-                .await
+            let incoming = volo::net::incoming::DefaultIncoming::from(listener);
+            if $deflate_names {
+                Server::new()
+                    .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
+                    .add_service(codec)
+                    .run(incoming)
+                    .await
+            } else {
+                Server::new().add_service(codec).run(incoming).await
+            }
         }
 
         /// A client for `addr` that compresses its requests with
-        /// `compression` and asks for compressed responses the same way.
+        /// `compression` and asks for compressed responses the same way,
+        /// configured the volo-grpc way (deflate is called `zlib`).
         pub fn client(addr: SocketAddr, compression: Option<CompressionEncoding>) -> EchoClient {
-            let mut builder = EchoClientBuilder::new("echo").address(addr);
-            if let Some(compression) = compression {
+            client_with(
+                addr,
+                &crate::ClientOptions {
+                    compression,
+                    ..Default::default()
+                },
+            )
+        }
+
+        /// [`client`] with request metadata on every call.
+        pub fn client_with(addr: SocketAddr, options: &crate::ClientOptions) -> EchoClient {
+            let mut builder = EchoClientBuilder::new("echo")
+                .address(addr)
+                .layer_outer(options.metadata.clone());
+            if let Some(compression) = options.compression {
                 builder = builder
                     .send_compressions(vec![compression])
                     .accept_compressions(vec![compression]);
@@ -420,7 +566,28 @@ pub mod adapter {
     pub use generated::volo_gen::streamcodec::echo::v1::*;
 
     use grpc_stream_codec::volo::RecvStream;
-    flavour!(RecvStream);
+    flavour!(
+        RecvStream,
+        deflate_names: true,
+        serve_doc: "Peers that call deflate `deflate` (grpcio, tonic) are understood too: the server runs behind `grpc_stream_codec::volo::DeflateNameLayer`."
+    );
+
+    /// A client for `addr` that compresses and accepts `options.compression`
+    /// under gRPC's names (`deflate`, not `zlib`) through
+    /// `grpc_stream_codec::volo::ClientCompressionLayer`, as grpcio, tonic
+    /// and a volo adapter server behind `DeflateNameLayer` expect. (A stock
+    /// volo-grpc server only knows `zlib`: use [`client_with`] there.)
+    pub fn grpc_client(addr: SocketAddr, options: &crate::ClientOptions) -> EchoClient {
+        let compression = options.compression;
+        EchoClientBuilder::new("echo")
+            .address(addr)
+            .layer_outer(options.metadata.clone())
+            .layer_inner(grpc_stream_codec::volo::ClientCompressionLayer::new(
+                compression,
+                compression,
+            ))
+            .build()
+    }
 }
 
 /// [`adapter`] again, generated with `split_generated_files(true)` (one file
@@ -433,7 +600,7 @@ pub mod adapter_split {
     pub use generated::volo_gen::streamcodec::echo::v1::*;
 
     use grpc_stream_codec::volo::RecvStream;
-    flavour!(RecvStream);
+    flavour!(RecvStream, deflate_names: true, serve_doc: "");
 }
 
 /// The Echo service exactly as volo-build generates it.
@@ -444,5 +611,5 @@ pub mod stock {
     pub use generated::volo_gen::streamcodec::echo::v1::*;
 
     use volo_grpc::RecvStream;
-    flavour!(RecvStream);
+    flavour!(RecvStream, deflate_names: false, serve_doc: "");
 }

@@ -9,7 +9,7 @@ use bytes::Bytes;
 use flate2::Compression;
 use flate2::write::GzEncoder;
 use support::{Flavour, envelope, raw_call, server_stream_request, start, uncompressed_payloads};
-use volo_echo::{EchoService, FAIL_MESSAGE, Rpc};
+use volo_echo::{EchoService, FAIL_DETAIL, Rpc};
 use volo_grpc::codec::compression::CompressionEncoding;
 
 const RESOURCE_EXHAUSTED: i32 = 8;
@@ -120,7 +120,12 @@ async fn handler_error_after_k_messages_arrives_after_them() {
                 panic!("{server_flavour:?} server, {rpc:?}: stream ended without the error")
             });
             assert_eq!(status.code(), volo_grpc::Code::Aborted);
-            assert_eq!(status.message(), FAIL_MESSAGE);
+            assert_eq!(status.message(), format!("failed after {K} messages"));
+            assert_eq!(
+                status.metadata().get(FAIL_DETAIL).map(|v| v.to_str().ok()),
+                Some(Some(K.to_string().as_str())),
+                "{server_flavour:?} server, {rpc:?}"
+            );
         }
     }
 

@@ -3,21 +3,29 @@
 //!
 //! ```text
 //! volo-echo-client --addr 127.0.0.1:PORT [--stock] [--rpc unary|server|client|bidi|all]
-//!                  [--size N] [--count N] [--compression gzip|zstd|deflate]
+//!                  [--size N] [--count N] [--compression none|gzip|zstd|deflate]
+//!                  [--metadata KEY=VALUE]... [--expect-code CODE]
 //! ```
 //!
 //! Without `--stock` the client runs through grpc-stream-codec's volo
-//! adapter. `--size` is the payload size in bytes (default 256), `--count`
-//! the number of streamed messages (default 16).
+//! adapter and compresses under gRPC's names (`deflate`) through its
+//! `ClientCompressionLayer`, as grpcio, tonic and the adapter server expect;
+//! with `--stock` it is volo-grpc as generated (deflate is `zlib`).
+//! `--size` is the payload size in bytes (default 256), `--count` the number
+//! of streamed messages (default 16). `--metadata` (repeatable) adds request
+//! metadata to every call. With `--expect-code` (a gRPC code name such as
+//! `RESOURCE_EXHAUSTED`, or its number) every call must fail with exactly
+//! that code, or the run fails.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use volo_echo::{Rpc, compression_by_name};
+use volo_echo::{CallError, ClientOptions, MetadataLayer, Rpc, compression_by_name};
 
 const USAGE: &str = "usage: volo-echo-client --addr 127.0.0.1:PORT [--stock] \
                      [--rpc unary|server|client|bidi|all] [--size N] [--count N] \
-                     [--compression gzip|zstd|deflate]";
+                     [--compression none|gzip|zstd|deflate] [--metadata KEY=VALUE]... \
+                     [--expect-code CODE]";
 
 struct Args {
     addr: SocketAddr,
@@ -26,6 +34,41 @@ struct Args {
     size: usize,
     count: u32,
     compression: Option<String>,
+    metadata: Vec<(String, String)>,
+    expect_code: Option<volo_grpc::Code>,
+}
+
+/// The gRPC code named `name` (`RESOURCE_EXHAUSTED`, `resource_exhausted`)
+/// or numbered.
+fn parse_code(name: &str) -> Option<volo_grpc::Code> {
+    const NAMES: [&str; 17] = [
+        "OK",
+        "CANCELLED",
+        "UNKNOWN",
+        "INVALID_ARGUMENT",
+        "DEADLINE_EXCEEDED",
+        "NOT_FOUND",
+        "ALREADY_EXISTS",
+        "PERMISSION_DENIED",
+        "RESOURCE_EXHAUSTED",
+        "FAILED_PRECONDITION",
+        "ABORTED",
+        "OUT_OF_RANGE",
+        "UNIMPLEMENTED",
+        "INTERNAL",
+        "UNAVAILABLE",
+        "DATA_LOSS",
+        "UNAUTHENTICATED",
+    ];
+    let number = match name.parse::<i32>() {
+        Ok(number) => number,
+        Err(_) => NAMES
+            .iter()
+            .position(|known| known.eq_ignore_ascii_case(name))? as i32,
+    };
+    (0..NAMES.len() as i32)
+        .contains(&number)
+        .then(|| volo_grpc::Code::from_i32(number))
 }
 
 fn parse_args() -> Result<Args, String> {
@@ -35,6 +78,8 @@ fn parse_args() -> Result<Args, String> {
     let mut size = 256;
     let mut count = 16;
     let mut compression = None;
+    let mut metadata = Vec::new();
+    let mut expect_code = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -55,11 +100,26 @@ fn parse_args() -> Result<Args, String> {
             "--count" => count = value()?.parse().map_err(|err| format!("--count: {err}"))?,
             "--compression" => {
                 let name = value()?;
-                if compression_by_name(&name).is_none() {
-                    return Err(format!("unknown --compression {name:?}"));
-                }
-                compression = Some(name);
+                compression = match name.as_str() {
+                    "none" | "identity" => None,
+                    _ if compression_by_name(&name).is_some() => Some(name),
+                    _ => return Err(format!("unknown --compression {name:?}")),
+                };
             }
+            "--metadata" => {
+                let pair = value()?;
+                let (key, value) = pair
+                    .split_once('=')
+                    .ok_or_else(|| format!("--metadata {pair:?}: expected KEY=VALUE"))?;
+                metadata.push((key.to_owned(), value.to_owned()));
+            }
+            "--expect-code" => {
+                let name = value()?;
+                expect_code = Some(
+                    parse_code(&name).ok_or_else(|| format!("unknown --expect-code {name:?}"))?,
+                );
+            }
+            "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
     }
@@ -71,6 +131,8 @@ fn parse_args() -> Result<Args, String> {
         size,
         count,
         compression,
+        metadata,
+        expect_code,
     })
 }
 
@@ -83,15 +145,25 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let compression = args.compression.as_deref().and_then(compression_by_name);
+    let metadata = match MetadataLayer::new(&args.metadata) {
+        Ok(layer) => layer,
+        Err(problem) => {
+            eprintln!("{problem}\n{USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let options = ClientOptions {
+        compression: args.compression.as_deref().and_then(compression_by_name),
+        metadata,
+    };
     let stock_client;
     let adapter_client;
     if args.stock {
-        stock_client = Some(volo_echo::stock::client(args.addr, compression));
+        stock_client = Some(volo_echo::stock::client_with(args.addr, &options));
         adapter_client = None;
     } else {
         stock_client = None;
-        adapter_client = Some(volo_echo::adapter::client(args.addr, compression));
+        adapter_client = Some(volo_echo::adapter::grpc_client(args.addr, &options));
     }
 
     let mut failed = false;
@@ -101,9 +173,20 @@ async fn main() -> ExitCode {
             (_, Some(client)) => volo_echo::adapter::call(client, rpc, args.size, args.count).await,
             _ => unreachable!("one client is always built"),
         };
-        match result {
-            Ok(()) => println!("{rpc:?}: ok"),
-            Err(err) => {
+        match (result, args.expect_code) {
+            (Ok(()), None) => println!("{rpc:?}: ok"),
+            (Err(CallError::Status(status)), Some(code)) if status.code() == code => {
+                println!(
+                    "{rpc:?}: ok, failed as expected: {:?}: {}",
+                    status.code(),
+                    status.message()
+                );
+            }
+            (Ok(()), Some(code)) => {
+                println!("{rpc:?}: FAILED: succeeded, expected {code:?}");
+                failed = true;
+            }
+            (Err(err), _) => {
                 println!("{rpc:?}: FAILED: {err}");
                 failed = true;
             }

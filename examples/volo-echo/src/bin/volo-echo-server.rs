@@ -1,24 +1,38 @@
 //! Serves the Echo service on volo-grpc.
 //!
 //! ```text
-//! volo-echo-server --listen 127.0.0.1:PORT [--stock]
+//! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]
 //! ```
 //!
 //! Without `--stock` the service runs through grpc-stream-codec's volo
-//! adapter; with it, exactly as volo-build generated it. Port 0 picks a free
-//! port; the line `listening on ADDR` is printed once the socket is bound.
+//! adapter, behind its `DeflateNameLayer` (so gRPC's `deflate` works); with
+//! it, exactly as volo-build generated it. Port 0 picks a free port; the
+//! line `listening on ADDR` is printed once the socket is bound. With
+//! `--report-memory`, each `memory` line on standard input is answered with
+//! `live_bytes N` (heap bytes allocated since start-up, net of frees).
+//!
+//! Request metadata `x-fail-after: K` makes ServerStream and Bidi fail with
+//! `aborted` after K responses (see `volo_echo::EchoService`).
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use volo_echo::EchoService;
 
-const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock]";
+#[path = "../../../shared/live_alloc.rs"]
+mod live_alloc;
+
+#[global_allocator]
+static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
+
+const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut listen: Option<SocketAddr> = None;
     let mut stock = false;
+    let mut report_memory = false;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -27,6 +41,7 @@ async fn main() -> ExitCode {
                 _ => return usage("--listen needs an address such as 127.0.0.1:50051"),
             },
             "--stock" => stock = true,
+            "--report-memory" => report_memory = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -46,6 +61,10 @@ async fn main() -> ExitCode {
         }
     };
     println!("listening on {addr}");
+    let _ = std::io::stdout().flush();
+    if report_memory {
+        live_alloc::serve_reports_on_stdin();
+    }
     let flavour = if stock { "stock" } else { "adapter" };
     eprintln!("serving the Echo service ({flavour} volo-grpc codec)");
 

@@ -1,0 +1,337 @@
+//! Compression by gRPC's names for volo-grpc clients built on the adapter.
+//!
+//! volo-grpc's client transport writes `grpc-encoding` and
+//! `grpc-accept-encoding` itself, after every layer, naming deflate `zlib`,
+//! and refuses a response whose `grpc-encoding` is `deflate` before the
+//! body reaches a codec. Nothing between the layers and the wire can rename
+//! a header, so [`ClientCompressionLayer`] takes the call's compression over
+//! instead of volo-grpc's `send_compressions`/`accept_compressions`: it
+//! writes both headers with gRPC's names into the request metadata (the
+//! transport leaves them alone when volo-grpc has no compression configured),
+//! and tells the adapter's [`encode`](super::encode) and
+//! [`RecvStream`](super::RecvStream), created by the transport while the
+//! layer polls it, what to compress with and, once the response headers are
+//! in, what the response was compressed with.
+//!
+//! That hand-over goes through a thread-local set only while the layer polls
+//! the transport, so it reaches exactly the codec calls of this one RPC.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, OnceLock};
+use std::task::{Context, Poll};
+
+use http::{HeaderMap, HeaderValue};
+use motore::layer::Layer;
+use motore::service::Service;
+use pin_project_lite::pin_project;
+use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
+use volo_grpc::context::ClientContext;
+use volo_grpc::{Request, Response};
+
+use super::compression::{compression_from_volo, encoding_from_volo};
+use crate::compression::{Compression, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
+
+/// A volo-grpc client layer that compresses requests and accepts compressed
+/// responses under gRPC's names (`deflate`, not volo-grpc's `zlib`), so an
+/// adapter client works with grpcio, tonic and every other gRPC server.
+///
+/// One line on the client builder, *instead of* its `send_compressions` and
+/// `accept_compressions`:
+///
+/// ```no_run
+/// use grpc_stream_codec::volo::ClientCompressionLayer;
+/// use volo_grpc::codec::compression::CompressionEncoding;
+///
+/// let deflate = CompressionEncoding::Zlib(None);
+/// let layer = ClientCompressionLayer::new(Some(deflate), [deflate]);
+/// // EchoClientBuilder::new("echo").address(addr).layer_inner(layer).build()
+/// # let _ = layer;
+/// ```
+///
+/// It only works with clients generated through the adapter's build hook
+/// (the stock codec does not know about it). If the builder also sets
+/// volo-grpc's own compressions, those win and the names are volo-grpc's.
+/// A stock volo-grpc *server* knows deflate only as `zlib`: give it a
+/// client with volo-grpc's own settings, or put
+/// [`DeflateNameLayer`](super::DeflateNameLayer) in front of it.
+#[derive(Clone, Debug, Default)]
+pub struct ClientCompressionLayer {
+    send: Option<Compression>,
+    accept: EncodingSet,
+}
+
+impl ClientCompressionLayer {
+    /// Compress requests with `send` (`None` or `Identity`: uncompressed)
+    /// and ask for responses compressed with any of `accept`. volo-grpc's
+    /// `Zlib` is sent and listed as `deflate`; configured levels are kept.
+    ///
+    /// A response is decoded with whatever its `grpc-encoding` names (either
+    /// name of deflate included) if this build supports it, listed or not;
+    /// an encoding it does not support fails the stream with
+    /// `unimplemented`.
+    pub fn new(send: Option<VoloEncoding>, accept: impl IntoIterator<Item = VoloEncoding>) -> Self {
+        ClientCompressionLayer {
+            send: compression_from_volo(send),
+            accept: accept.into_iter().map(encoding_from_volo).collect(),
+        }
+    }
+
+    /// The `grpc-encoding` and `grpc-accept-encoding` this layer writes.
+    fn write_headers(&self, headers: &mut HeaderMap) {
+        if let Some(send) = self.send {
+            headers.insert(GRPC_ENCODING, send.encoding.header_value());
+        }
+        if let Some(value) = self.accept_header() {
+            headers.insert(GRPC_ACCEPT_ENCODING, value);
+        }
+    }
+
+    fn accept_header(&self) -> Option<HeaderValue> {
+        let compressed: EncodingSet = self
+            .accept
+            .iter()
+            .filter(|encoding| !encoding.is_identity())
+            .collect();
+        (!compressed.is_empty()).then(|| compressed.accept_header_value())
+    }
+}
+
+impl<S> Layer<S> for ClientCompressionLayer {
+    type Service = ClientCompressionService<S>;
+
+    fn layer(self, inner: S) -> ClientCompressionService<S> {
+        ClientCompressionService {
+            inner,
+            config: self,
+        }
+    }
+}
+
+/// The service [`ClientCompressionLayer`] wraps around a volo-grpc client's
+/// transport.
+#[derive(Clone, Debug)]
+pub struct ClientCompressionService<S> {
+    inner: S,
+    config: ClientCompressionLayer,
+}
+
+impl<S, T, U> Service<ClientContext, Request<T>> for ClientCompressionService<S>
+where
+    S: Service<ClientContext, Request<T>, Response = Response<U>> + Sync,
+    T: Send,
+    U: Send,
+{
+    type Response = Response<U>;
+    type Error = S::Error;
+
+    async fn call(
+        &self,
+        cx: &mut ClientContext,
+        mut req: Request<T>,
+    ) -> Result<Self::Response, Self::Error> {
+        self.config.write_headers(req.metadata_mut().headers_mut());
+        // Every response gets the slot, whatever this client accepts: some
+        // servers (grpcio) compress responses the client never listed, and
+        // any encoding this build supports can be read.
+        let response_encoding = ResponseEncoding::default();
+        let scope = CallScope {
+            send: self.config.send,
+            response: Some(response_encoding.clone()),
+        };
+        let response = InScope {
+            scope: Some(scope),
+            inner: self.inner.call(cx, req),
+        }
+        .await?;
+        response_encoding.set(response.metadata().headers().get(GRPC_ENCODING).cloned());
+        Ok(response)
+    }
+}
+
+/// The `grpc-encoding` of a response, filled in by the layer once the
+/// transport has returned it, read by the response's `RecvStream` on its
+/// first poll (which comes after).
+#[derive(Clone, Debug, Default)]
+pub(super) struct ResponseEncoding(Arc<OnceLock<Option<HeaderValue>>>);
+
+impl ResponseEncoding {
+    fn set(&self, value: Option<HeaderValue>) {
+        let _ = self.0.set(value);
+    }
+
+    /// The response headers that matter to the decoder: `grpc-encoding`,
+    /// if the response had one.
+    pub(super) fn headers(&self) -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        if let Some(Some(value)) = self.0.get() {
+            headers.insert(GRPC_ENCODING, value.clone());
+        }
+        headers
+    }
+}
+
+/// What the layer tells the codec of the call it is polling.
+#[derive(Clone, Debug)]
+struct CallScope {
+    send: Option<Compression>,
+    response: Option<ResponseEncoding>,
+}
+
+thread_local! {
+    static SCOPE: RefCell<Option<CallScope>> = const { RefCell::new(None) };
+}
+
+/// The compression the enclosing [`ClientCompressionLayer`] asks requests
+/// to be sent with, if the code runs inside one's call.
+pub(super) fn scoped_send() -> Option<Compression> {
+    SCOPE.with(|scope| scope.borrow().as_ref().and_then(|scope| scope.send))
+}
+
+/// Where the enclosing [`ClientCompressionLayer`] will put the response's
+/// `grpc-encoding`, if the code runs inside one's call and it accepts
+/// compressed responses.
+pub(super) fn scoped_response_encoding() -> Option<ResponseEncoding> {
+    SCOPE.with(|scope| {
+        scope
+            .borrow()
+            .as_ref()
+            .and_then(|scope| scope.response.clone())
+    })
+}
+
+pin_project! {
+    /// Polls `inner` with `scope` installed in the thread-local.
+    struct InScope<F> {
+        scope: Option<CallScope>,
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F: Future> Future for InScope<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _installed = Installed::swap(this.scope);
+        this.inner.poll(cx)
+    }
+}
+
+/// Swaps a scope into the thread-local and back out on drop, so an
+/// unwinding poll leaves nothing behind and nested scopes restore the outer.
+struct Installed<'a> {
+    slot: &'a mut Option<CallScope>,
+}
+
+impl<'a> Installed<'a> {
+    fn swap(slot: &'a mut Option<CallScope>) -> Self {
+        SCOPE.with(|scope| std::mem::swap(&mut *scope.borrow_mut(), slot));
+        Installed { slot }
+    }
+}
+
+impl Drop for Installed<'_> {
+    fn drop(&mut self) {
+        SCOPE.with(|scope| std::mem::swap(&mut *scope.borrow_mut(), self.slot));
+    }
+}
+
+/// Polls `inner` as [`ClientCompressionService`] polls the transport, for
+/// the adapter's unit tests.
+#[cfg(test)]
+pub(super) fn in_call_scope<F: Future>(
+    send: Option<Compression>,
+    response: Option<ResponseEncoding>,
+    inner: F,
+) -> impl Future<Output = F::Output> {
+    InScope {
+        scope: Some(CallScope { send, response }),
+        inner,
+    }
+}
+
+#[cfg(test)]
+impl ResponseEncoding {
+    pub(super) fn fill(&self, value: &'static str) {
+        self.set(Some(HeaderValue::from_static(value)));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use volo_grpc::codec::compression::{GzipConfig, ZlibConfig};
+
+    use super::*;
+    use crate::compression::CompressionEncoding;
+
+    #[test]
+    fn headers_use_grpc_names() {
+        let layer = ClientCompressionLayer::new(
+            Some(VoloEncoding::Zlib(Some(ZlibConfig::default()))),
+            [
+                VoloEncoding::Zlib(None),
+                VoloEncoding::Gzip(Some(GzipConfig::default())),
+                VoloEncoding::Identity,
+            ],
+        );
+        let mut headers = HeaderMap::new();
+        layer.write_headers(&mut headers);
+        assert_eq!(headers[GRPC_ENCODING], "deflate");
+        assert_eq!(headers[GRPC_ACCEPT_ENCODING], "gzip,deflate");
+    }
+
+    #[test]
+    fn no_compression_writes_no_headers() {
+        for layer in [
+            ClientCompressionLayer::default(),
+            ClientCompressionLayer::new(Some(VoloEncoding::Identity), [VoloEncoding::Identity]),
+        ] {
+            let mut headers = HeaderMap::new();
+            layer.write_headers(&mut headers);
+            assert!(headers.is_empty(), "{headers:?}");
+        }
+    }
+
+    #[test]
+    fn the_scope_is_seen_only_while_polling_and_nests() {
+        let outer = CallScope {
+            send: Some(Compression::new(CompressionEncoding::Gzip)),
+            response: None,
+        };
+        let inner = CallScope {
+            send: Some(Compression::new(CompressionEncoding::Deflate)),
+            response: Some(ResponseEncoding::default()),
+        };
+        let seen = futures_util::FutureExt::now_or_never(InScope {
+            scope: Some(outer),
+            inner: async move {
+                let before = scoped_send().map(|c| c.encoding);
+                let nested = InScope {
+                    scope: Some(inner),
+                    inner: async {
+                        (
+                            scoped_send().map(|c| c.encoding),
+                            scoped_response_encoding().is_some(),
+                        )
+                    },
+                }
+                .await;
+                let after = scoped_send().map(|c| c.encoding);
+                (before, nested, after)
+            },
+        });
+        assert_eq!(
+            seen,
+            Some((
+                Some(CompressionEncoding::Gzip),
+                (Some(CompressionEncoding::Deflate), true),
+                Some(CompressionEncoding::Gzip)
+            ))
+        );
+        assert_eq!(scoped_send(), None);
+        assert!(scoped_response_encoding().is_none());
+    }
+}

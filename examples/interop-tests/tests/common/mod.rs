@@ -1,0 +1,61 @@
+//! Servers of both stacks on ephemeral loopback ports, and the cases the
+//! matrices run.
+
+#![allow(dead_code)] // each test binary uses part of this
+
+use std::net::{Ipv4Addr, SocketAddr};
+
+use tokio::task::JoinHandle;
+
+/// A server task; aborted when dropped.
+pub struct Running {
+    pub addr: SocketAddr,
+    task: JoinHandle<()>,
+}
+
+impl Drop for Running {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn any_port() -> SocketAddr {
+    SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
+}
+
+/// The tonic Echo server with grpc-stream-codec's tonic codec, sending and
+/// accepting gzip, deflate and zstd.
+pub async fn tonic_adapter_server() -> Running {
+    let (listener, addr) = tonic_echo::bind(any_port()).await.expect("bind");
+    let task = tokio::spawn(async move {
+        if let Err(err) = tonic_echo::serve(listener, false).await {
+            panic!("tonic server failed: {err}");
+        }
+    });
+    Running { addr, task }
+}
+
+/// The volo-grpc Echo server through grpc-stream-codec's volo adapter,
+/// behind `DeflateNameLayer`, sending and accepting gzip, deflate and zstd.
+pub async fn volo_adapter_server() -> Running {
+    let (listener, addr) = volo_echo::bind(any_port()).await.expect("bind");
+    let task = tokio::spawn(async move {
+        let service = volo_echo::EchoService::default();
+        if let Err(err) = volo_echo::adapter::serve(listener, service).await {
+            panic!("volo server failed: {err}");
+        }
+    });
+    Running { addr, task }
+}
+
+/// (payload size, streamed messages): 1,000-message streams for the small
+/// payloads, a few messages for the large ones to keep the run short.
+pub const CASES: [(usize, u32); 4] = [(0, 1000), (256, 1000), (64 * 1024, 8), (1024 * 1024, 2)];
+
+/// Compressions by gRPC name; `None` is uncompressed.
+pub const COMPRESSIONS: [Option<&str>; 4] = [None, Some("gzip"), Some("zstd"), Some("deflate")];
+
+/// The k of the mid-stream failure tests, and how many messages are asked
+/// for (more than k).
+pub const FAIL_AFTER: u32 = 7;
+pub const ASKED: u32 = 20;
