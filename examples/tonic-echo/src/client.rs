@@ -4,17 +4,19 @@
 use std::fmt;
 
 use bytes::Bytes;
+use grpc_stream_codec::tonic::guard::{ResponseGuard, ResponseGuardLayer};
 use tokio_stream::{Stream, StreamExt};
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status, Streaming};
+use tower::Layer;
 
 use crate::adapter::{EchoRequest, EchoResponse};
 use crate::{adapter, stock};
 
-/// An Echo client using grpc-stream-codec's codec or tonic's stock one,
-/// optionally sending the same metadata with every call.
+/// An Echo client using grpc-stream-codec's codec and response guard, or
+/// tonic's stock codec, optionally sending the same metadata with every call.
 #[derive(Debug, Clone)]
 pub struct EchoClient {
     stub: Stub,
@@ -23,8 +25,9 @@ pub struct EchoClient {
 
 #[derive(Debug, Clone)]
 enum Stub {
-    /// Generated with `grpc_stream_codec::tonic::ProstCodec`.
-    Adapter(adapter::echo_client::EchoClient<Channel>),
+    /// Generated with `grpc_stream_codec::tonic::ProstCodec`, over a channel
+    /// behind the response guard layer (pass-through).
+    Adapter(adapter::echo_client::EchoClient<ResponseGuard<Channel>>),
     /// Generated with `tonic_prost::ProstCodec`.
     Stock(stock::echo_client::EchoClient<Channel>),
 }
@@ -60,7 +63,8 @@ impl EchoClient {
             }
             Stub::Stock(client)
         } else {
-            let mut client = adapter::echo_client::EchoClient::new(channel);
+            let guarded = ResponseGuardLayer::new().layer(channel);
+            let mut client = adapter::echo_client::EchoClient::new(guarded);
             if let Some(encoding) = compression {
                 client = client.send_compressed(encoding).accept_compressed(encoding);
             }
