@@ -141,7 +141,7 @@ fn assemble(
                 Decoded::Message(message) => messages.push(message),
                 Decoded::EndStream(map) => {
                     assert!(trailers.is_none());
-                    trailers = Some(map);
+                    trailers = Some(*map);
                 }
             }
         }

@@ -190,7 +190,7 @@ fn reference(body: &[u8], mode: Mode, limit: usize) -> (Vec<Decoded>, Result<(),
         };
         if trailers {
             match parse_block(&plain) {
-                Some(map) => items.push(Decoded::EndStream(map)),
+                Some(map) => items.push(Decoded::EndStream(Box::new(map))),
                 None => return (items, Err(Code::Internal)),
             }
             ended = true;

@@ -234,7 +234,7 @@ impl<D: MessageDecoder> Streaming<D> {
             match self.assembler.next() {
                 Ok(Some(Decoded::Message(message))) => return Poll::Ready(Some(Ok(message))),
                 Ok(Some(Decoded::EndStream(trailers))) => {
-                    self.add_trailers(trailers);
+                    self.add_trailers(*trailers);
                     continue;
                 }
                 Ok(None) => {}
