@@ -31,7 +31,9 @@ python3 -m grpc_tools.protoc -I "$root/proto" --python_out="$work" \
 echo "== building the example servers and clients ($profile)"
 build_flags=()
 [ "$profile" = release ] && build_flags+=(--release)
-(cd "$root" && cargo build "${build_flags[@]}" -p tonic-echo -p volo-echo --bins)
+# The same feature set as `cargo test --workspace --all-features`, so CI
+# reuses what the tests built.
+(cd "$root" && cargo build "${build_flags[@]}" --workspace --all-features --bins)
 bin="$root/target/$profile"
 
 # start_server NAME COMMAND...: starts a server that prints "listening on
