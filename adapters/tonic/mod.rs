@@ -29,9 +29,11 @@ mod codec;
 mod decode;
 mod encode;
 pub mod guard;
+mod message_encoder;
 mod status;
 
 pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};
 pub use decode::ProstDecoder;
 pub use encode::ProstEncoder;
+pub use message_encoder::ProstMessageEncoder;
 pub use tonic::codec::BufferSettings;

@@ -6,14 +6,23 @@
 
 mod common;
 
-use common::{ASKED, CASES, COMPRESSIONS, FAIL_AFTER, tonic_adapter_server};
+use common::{ASKED, CASES, COMPRESSIONS, FAIL_AFTER, tonic_adapter_server, tonic_stock_server};
 use volo_echo::{CallError, ClientOptions, MetadataLayer, Rpc, compression_by_name};
 
 /// The volo adapter client, compressing under gRPC's names through
 /// `ClientCompressionLayer`: uncompressed, gzip, zstd and deflate.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn volo_adapter_client() {
-    let server = tonic_adapter_server().await;
+    volo_adapter_client_against(tonic_adapter_server().await).await;
+}
+
+/// The volo adapter client against tonic's stock codec.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn volo_adapter_client_with_stock_tonic_server() {
+    volo_adapter_client_against(tonic_stock_server().await).await;
+}
+
+async fn volo_adapter_client_against(server: common::Running) {
     for compression in COMPRESSIONS {
         let options = ClientOptions {
             compression: compression.and_then(compression_by_name),

@@ -26,9 +26,19 @@ fn any_port() -> SocketAddr {
 /// The tonic Echo server with grpc-stream-codec's tonic codec, sending and
 /// accepting gzip, deflate and zstd.
 pub async fn tonic_adapter_server() -> Running {
+    tonic_server(false).await
+}
+
+/// The tonic Echo server with tonic's stock codec.
+#[allow(dead_code)]
+pub async fn tonic_stock_server() -> Running {
+    tonic_server(true).await
+}
+
+async fn tonic_server(stock: bool) -> Running {
     let (listener, addr) = tonic_echo::bind(any_port()).await.expect("bind");
     let task = tokio::spawn(async move {
-        if let Err(err) = tonic_echo::serve(listener, false).await {
+        if let Err(err) = tonic_echo::serve(listener, stock).await {
             panic!("tonic server failed: {err}");
         }
     });
