@@ -10,7 +10,7 @@
 //! server CPU per stream too.
 //!
 //! ```text
-//! cargo run --release -p e2e-bench              # short default, < 2 minutes
+//! cargo run --release -p e2e-bench              # short default, about 2 minutes
 //! cargo run --release -p e2e-bench -- --full    # longer windows, more rounds
 //! ```
 
@@ -56,8 +56,8 @@ fn parse_settings() -> Settings {
     let root = workspace_root();
     let mut settings = Settings {
         warmup: Duration::from_millis(500),
-        window: Duration::from_secs(2),
-        rounds: 3,
+        window: Duration::from_millis(1500),
+        rounds: 2,
         concurrency: vec![32, 128],
         memory_streams: 1000,
         arms: Arm::ALL.to_vec(),
