@@ -74,24 +74,10 @@ async fn drain(
     (received, None)
 }
 
+/// Converts the client's status into this crate's, so one check serves
+/// both stacks.
 fn assert_failed_after_k(what: &str, received: u32, status: Option<tonic::Status>) {
-    assert_eq!(received, FAIL_AFTER, "{what}: messages before the error");
-    let status = status.unwrap_or_else(|| panic!("{what}: the stream ended without the error"));
-    assert_eq!(status.code(), tonic::Code::Aborted, "{what}");
-    assert_eq!(
-        status.message(),
-        format!("failed after {FAIL_AFTER} messages"),
-        "{what}"
-    );
-    assert_eq!(
-        status
-            .metadata()
-            .get(tonic_echo::FAIL_DETAIL)
-            .and_then(|value| value.to_str().ok()),
-        Some(FAIL_AFTER.to_string().as_str()),
-        "{what}: trailing metadata {:?}",
-        status.metadata()
-    );
+    common::assert_failed_after_k(what, received, status.map(grpc_stream_codec::Status::from));
 }
 
 fn requests() -> impl tokio_stream::Stream<Item = EchoRequest> + Send + 'static {

@@ -69,3 +69,28 @@ pub const COMPRESSIONS: [Option<&str>; 4] = [None, Some("gzip"), Some("zstd"), S
 /// for (more than k).
 pub const FAIL_AFTER: u32 = 7;
 pub const ASKED: u32 = 20;
+
+/// Checks what a client saw of a call that asked the server to fail after
+/// [`FAIL_AFTER`] messages: that many messages, then `ABORTED` with the
+/// message and the `x-fail-detail` trailing metadata intact.
+#[allow(dead_code)]
+pub fn assert_failed_after_k(what: &str, received: u32, status: Option<grpc_stream_codec::Status>) {
+    assert_eq!(received, FAIL_AFTER, "{what}: messages before the error");
+    let status = status.unwrap_or_else(|| panic!("{what}: the stream ended without the error"));
+    assert_eq!(status.code(), grpc_stream_codec::Code::Aborted, "{what}");
+    assert_eq!(
+        status.message(),
+        format!("failed after {FAIL_AFTER} messages"),
+        "{what}"
+    );
+    let detail = status
+        .metadata()
+        .and_then(|metadata| metadata.get(tonic_echo::FAIL_DETAIL))
+        .and_then(|value| value.to_str().ok());
+    assert_eq!(
+        detail,
+        Some(FAIL_AFTER.to_string().as_str()),
+        "{what}: trailing metadata {:?}",
+        status.metadata()
+    );
+}
