@@ -300,3 +300,25 @@ fn a_held_message_does_not_pin_its_frame() {
     assert!(whole.is_unique());
     assert!(held[1].is_unique());
 }
+
+#[test]
+fn a_tiny_first_message_is_one_exact_allocation_not_a_slab() {
+    let mut wire = Vec::new();
+    envelope(&mut wire, 12, 7);
+    envelope(&mut wire, 12, 8);
+    let (_whole, frames) = frames_of(wire, 17);
+    let mut frames = frames.into_iter();
+    let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
+    let (first, usage) = measure(|| messages_after(&mut assembler, frames.next().unwrap()));
+    println!("one 12 B request: {usage:?}");
+    assert_eq!(first, [Bytes::from(vec![7u8; 12])]);
+    // A one-message stream (a unary request) costs its own bytes, not an
+    // 8 KiB slab: the message and the test's result vector.
+    assert!(usage.allocations <= 2, "{usage:?}");
+    assert!(usage.allocated_bytes < 256, "{usage:?}");
+    assert!(first[0].is_unique());
+    // A second small message starts the slab as before.
+    let (second, usage) = measure(|| messages_after(&mut assembler, frames.next().unwrap()));
+    assert_eq!(second, [Bytes::from(vec![8u8; 12])]);
+    assert!(usage.allocated_bytes >= SLAB_SIZE / 2, "{usage:?}");
+}

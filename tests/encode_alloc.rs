@@ -181,3 +181,16 @@ fn a_large_message_is_not_pinned_by_the_stream_after_it_is_sent() {
     assert!(usage.live_delta < 64 * 1024, "{usage:?}");
     drop(stream);
 }
+
+#[test]
+fn a_short_stream_does_not_reserve_the_whole_threshold() {
+    // One batch of 16 x 256 B (4 KiB on the wire), as a server-streaming
+    // reply with everything ready: what it allocates should be about what it
+    // sends, not the 32 KiB threshold.
+    let messages = messages(16, 256);
+    let (drained, usage) = measure(|| drain(messages, EncodeConfig::default()));
+    println!("16 x 256 B, default threshold: {usage:?}");
+    assert_eq!((drained.batches, drained.messages), (1, 16));
+    assert_eq!(drained.bytes, 16 * (5 + 256));
+    assert!(usage.allocated_bytes <= 12 * 1024, "{usage:?}");
+}

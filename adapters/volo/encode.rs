@@ -45,14 +45,15 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
     type Item = T;
 
     fn encode(&mut self, item: T, dst: &mut LinkedBytes) -> Result<(), Status> {
-        // pilota's `encode` refuses to write unless the copied part fits in
-        // the current node, so room is made for exactly that part; the
-        // by-reference fields need none.
+        // Room is made for exactly the copied part; the by-reference fields
+        // need none. pilota's `encode` would compute the length again only
+        // to check that room, so `encode_raw` writes straight away: its one
+        // requirement, the capacity, is met here.
         let mut ctx = EncodeLengthContext::default();
         let len = item.encoded_len(&mut ctx);
         dst.reserve(len.saturating_sub(ctx.zero_copy_len));
-        item.encode(dst)
-            .map_err(|err| Status::internal(format!("error encoding message: {err}")))
+        item.encode_raw(dst);
+        Ok(())
     }
 }
 

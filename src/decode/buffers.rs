@@ -9,12 +9,18 @@
 //!   [`SLAB_SIZE`] (8 KiB). The slab is allocated on first use and reclaimed
 //!   in place once every message cut from it has been dropped, so a stream of
 //!   small messages allocates nothing in steady state and a held small message
-//!   pins at most one slab;
+//!   pins at most one slab. The exception is a stream's first message when it
+//!   is tiny (up to 256 B) and arrives whole: it
+//!   gets an exact allocation, because many streams receive just that one
+//!   message (the request of a unary or server-streaming call) and an 8 KiB
+//!   slab for it is pure cost;
 //! - above that: one exact allocation per message, returned as
 //!   `Bytes::from(vec)`, so the message is the sole owner of its memory
 //!   (`is_unique()`) and nothing else keeps it alive. While a message is still
 //!   arriving its capacity grows as `min(declared, 2 x received)`: a peer has
 //!   to send half of a message before the receiver allocates all of it.
+
+use std::mem;
 
 use bytes::{Buf, Bytes, BytesMut};
 
@@ -24,6 +30,10 @@ pub const SMALL_MESSAGE_MAX: usize = 4 * 1024;
 
 /// Memory a slab costs, bookkeeping included: the most an idle stream keeps.
 pub const SLAB_SIZE: usize = 8 * 1024;
+
+/// Largest first message of a stream that gets an exact allocation instead
+/// of starting the slab (when all its bytes are present at once).
+const FIRST_MESSAGE_EXACT_MAX: usize = 256;
 
 /// What `bytes` allocates next to a shared buffer (its `Shared` header is
 /// 40 bytes on 64-bit targets), rounded up. Taking it off the buffer keeps a
@@ -58,6 +68,8 @@ pub struct MessageBuffers {
     /// The unused tail of the current slab; empty (and unallocated) until the
     /// first small message.
     slab: BytesMut,
+    /// Whether any message has been placed yet.
+    started: bool,
 }
 
 impl MessageBuffers {
@@ -65,6 +77,7 @@ impl MessageBuffers {
     pub fn new() -> Self {
         MessageBuffers {
             slab: BytesMut::new(),
+            started: false,
         }
     }
 
@@ -97,6 +110,11 @@ impl MessageBuffers {
         if len == 0 {
             return Bytes::new();
         }
+        if !mem::replace(&mut self.started, true) && len <= FIRST_MESSAGE_EXACT_MAX {
+            // Length equals capacity, so `Bytes` takes the vector over
+            // without a shared header: one small allocation, no slab.
+            return Bytes::from(bytes.to_vec());
+        }
         self.make_room(len);
         // `make_room` left at least `len` bytes of capacity: no reallocation.
         self.slab.extend_from_slice(bytes);
@@ -121,6 +139,7 @@ impl MessageBuffers {
     /// Nothing of size `len` is allocated here: a small message reserves its
     /// room in the slab, a large one allocates as its bytes arrive.
     pub fn builder(&mut self, len: usize) -> MessageBuilder {
+        self.started = true;
         let storage = if len == 0 {
             Storage::Slab(BytesMut::new())
         } else if len <= SMALL_MESSAGE_MAX {

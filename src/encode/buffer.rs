@@ -18,6 +18,18 @@ const BATCH_SLACK: usize = 4 * 1024;
 /// threshold should not make a one-message batch allocate megabytes.
 const MAX_BATCH_RESERVE: usize = 256 * 1024;
 
+/// What a stream's first batch reserves up front, at most. Many streams are
+/// one short batch (a reply, a few ready messages), and reserving the full
+/// threshold for them made every such stream allocate and free 36 KiB to
+/// send a few hundred bytes. A first batch that outgrows it grows as a
+/// vector does; later batches reserve the full threshold, since a stream
+/// that had more than one batch is likely to fill them.
+const FIRST_BATCH_RESERVE: usize = 8 * 1024;
+
+/// Spare room in the first batch's reservation below which it grows to the
+/// full one.
+const FIRST_BATCH_LOW_WATER: usize = 1024;
+
 /// A position in the buffer, taken before a message is written.
 ///
 /// `LinkedBytes::insert` and `split` move the trailing buffer into the node
@@ -38,6 +50,8 @@ pub(crate) struct BatchBuffer {
     /// hold for its allocation to be kept for the next batch.
     reserve: usize,
     retain: usize,
+    /// Whether a batch has been cut yet: the first one reserves less.
+    cut_once: bool,
     /// Nodes in `buf`'s list and their total length. `LinkedBytes` does not
     /// report its list length, and the list only grows at the back, so new
     /// nodes are counted after each message: amortised O(1) per node.
@@ -54,6 +68,7 @@ impl BatchBuffer {
             buf: LinkedBytes::with_capacity(0),
             reserve,
             retain: 2 * reserve,
+            cut_once: false,
             nodes: 0,
             node_bytes: 0,
             messages: 0,
@@ -89,9 +104,14 @@ impl BatchBuffer {
     /// whose batches are sent before the next is encoded allocates nothing
     /// per batch, and one whose consumer holds on allocates once per batch.
     pub(crate) fn prepare_batch(&mut self) {
+        let reserve = if self.cut_once {
+            self.reserve
+        } else {
+            self.reserve.min(FIRST_BATCH_RESERVE)
+        };
         let tail = self.buf.bytes_mut();
         if tail.capacity() - tail.len() < BATCH_SLACK {
-            tail.reserve(self.reserve);
+            tail.reserve(reserve);
         }
     }
 
@@ -141,6 +161,17 @@ impl BatchBuffer {
     /// Counts a message written since the last cut as complete.
     pub(crate) fn finish_message(&mut self) {
         self.messages += 1;
+        if !self.cut_once {
+            // A first batch that is filling its smaller reservation moves to
+            // the full one in a single step, rather than doubling its way
+            // there one reallocation at a time.
+            let tail = self.buf.bytes_mut();
+            if tail.capacity() - tail.len() < FIRST_BATCH_LOW_WATER {
+                // To a total of the full reservation, as if it had been made
+                // up front, so later batches see the same spare room.
+                tail.reserve(self.reserve.saturating_sub(tail.len()));
+            }
+        }
     }
 
     /// Moves everything before `cut` (or everything, with `None`) out as a
@@ -150,6 +181,7 @@ impl BatchBuffer {
     /// its unused capacity stays here for the next batch.
     pub(crate) fn take(&mut self, cut: Option<Mark>) -> EncodedBatch {
         self.count_new_nodes();
+        self.cut_once = true;
         let nodes = self.nodes;
         let (keep, cut_offset) = match cut {
             Some(mark) if mark.node < nodes => (mark.node, Some(mark.offset)),
