@@ -472,27 +472,10 @@ macro_rules! flavour {
                     })
                     .await?
                     .into_inner();
-                let mut seq = 0u32;
-                while let Some(response) = responses.next().await {
-                    let response = match response {
-                        Ok(response) => response,
-                        Err(status) => return Ok((seq, Some(status))),
-                    };
-                    check(response.seq == seq, || {
-                        format!("response {seq} has seq {}", response.seq)
-                    })?;
-                    check(
-                        response.payload == crate::server_stream_payload(seq, size as u32),
-                        || {
-                            format!(
-                                "response {seq}: payload of {} bytes differs",
-                                response.payload.len()
-                            )
-                        },
-                    )?;
-                    seq += 1;
-                }
-                Ok((seq, None))
+                read_in_order(&mut responses, "response", |seq| {
+                    crate::server_stream_payload(seq, size as u32)
+                })
+                .await
             }
 
             /// `ClientStream` with `count` requests of `size` bytes; the
@@ -532,6 +515,20 @@ macro_rules! flavour {
                     ..Default::default()
                 });
                 let mut responses = client.bidi(requests).await?.into_inner();
+                read_in_order(&mut responses, "echo", |seq| {
+                    crate::request_payload(seq, size)
+                })
+                .await
+            }
+
+            /// Reads responses until the end, checking that each has the
+            /// next `seq` and the payload `expected(seq)`. Returns how many
+            /// were correct and the status the stream ended with if not OK.
+            async fn read_in_order(
+                responses: &mut (impl futures::Stream<Item = Result<EchoResponse, Status>> + Unpin),
+                what: &str,
+                expected: impl Fn(u32) -> bytes::Bytes,
+            ) -> Result<(u32, Option<Status>), CallError> {
                 let mut seq = 0u32;
                 while let Some(response) = responses.next().await {
                     let response = match response {
@@ -539,17 +536,14 @@ macro_rules! flavour {
                         Err(status) => return Ok((seq, Some(status))),
                     };
                     check(response.seq == seq, || {
-                        format!("echo {seq} has seq {}", response.seq)
+                        format!("{what} {seq} has seq {}", response.seq)
                     })?;
-                    check(
-                        response.payload == crate::request_payload(seq, size),
-                        || {
-                            format!(
-                                "echo {seq}: payload of {} bytes differs",
-                                response.payload.len()
-                            )
-                        },
-                    )?;
+                    check(response.payload == expected(seq), || {
+                        format!(
+                            "{what} {seq}: payload of {} bytes differs",
+                            response.payload.len()
+                        )
+                    })?;
                     seq += 1;
                 }
                 Ok((seq, None))
