@@ -19,7 +19,7 @@ pub mod encode;
 pub mod envelope;
 pub mod status;
 
-#[cfg(feature = "tonic")]
+#[cfg(any(feature = "tonic", feature = "tonic-build-hook"))]
 #[path = "../adapters/tonic/mod.rs"]
 pub mod tonic;
 

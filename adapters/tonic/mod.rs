@@ -25,15 +25,26 @@
 //! largest message received and keeps that size for the life of the stream,
 //! is outside any codec's reach.
 
+#[cfg(feature = "tonic")]
 mod codec;
+#[cfg(feature = "tonic")]
 mod decode;
+#[cfg(feature = "tonic")]
 mod encode;
+#[cfg(feature = "tonic")]
 pub mod guard;
+#[cfg(feature = "tonic")]
 mod message_encoder;
+#[cfg(feature = "tonic")]
 mod status;
 
+#[cfg(feature = "tonic")]
 pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};
+#[cfg(feature = "tonic")]
 pub use decode::ProstDecoder;
+#[cfg(feature = "tonic")]
 pub use encode::ProstEncoder;
+#[cfg(feature = "tonic")]
 pub use message_encoder::ProstMessageEncoder;
+#[cfg(feature = "tonic")]
 pub use tonic::codec::BufferSettings;
