@@ -26,25 +26,51 @@
 //! is outside any codec's reach.
 
 #[cfg(feature = "tonic")]
+mod body;
+#[cfg(feature = "tonic")]
+pub mod client;
+#[cfg(feature = "tonic")]
 mod codec;
+#[cfg(feature = "tonic")]
+mod compression;
 #[cfg(feature = "tonic")]
 mod decode;
 #[cfg(feature = "tonic")]
 mod encode;
 #[cfg(feature = "tonic")]
+mod framing_codec;
+#[cfg(feature = "tonic")]
 pub mod guard;
+#[cfg(feature = "tonic")]
+mod message_decoder;
 #[cfg(feature = "tonic")]
 mod message_encoder;
 #[cfg(feature = "tonic")]
+mod metadata;
+#[cfg(feature = "tonic")]
+pub mod server;
+#[cfg(feature = "tonic")]
+mod sources;
+#[cfg(feature = "tonic")]
 mod status;
+#[cfg(feature = "tonic")]
+mod streaming;
 
 #[cfg(feature = "tonic")]
 pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};
+#[cfg(feature = "tonic")]
+pub use compression::{encoding_from_tonic, encodings_from_tonic};
 #[cfg(feature = "tonic")]
 pub use decode::ProstDecoder;
 #[cfg(feature = "tonic")]
 pub use encode::ProstEncoder;
 #[cfg(feature = "tonic")]
+pub use framing_codec::FramingCodec;
+#[cfg(feature = "tonic")]
+pub use message_decoder::ProstMessageDecoder;
+#[cfg(feature = "tonic")]
 pub use message_encoder::ProstMessageEncoder;
+#[cfg(feature = "tonic")]
+pub use streaming::Streaming;
 #[cfg(feature = "tonic")]
 pub use tonic::codec::BufferSettings;

@@ -1,6 +1,7 @@
 //! Compiles the Echo proto twice without a system `protoc`: once with
 //! grpc-stream-codec's tonic codec and once with tonic's stock prost codec,
-//! so the same service can be served (and called) either way.
+//! so the same service can be served (and called) either way; and a third
+//! time for grpc-stream-codec's full framing, rewritten by its build hook.
 
 use std::io;
 use std::path::PathBuf;
@@ -29,6 +30,47 @@ fn main() -> io::Result<()> {
     tonic_prost_build::configure()
         .extern_path(".streamcodec.echo.v1", "crate::adapter")
         .out_dir(&stock)
+        .compile_fds(descriptors.clone())?;
+
+    // Full framing: the same generated code, pointed at grpc-stream-codec's
+    // `Grpc`, `Streaming` and service traits by the build hook.
+    let full = out_dir.join("full");
+    std::fs::create_dir_all(&full)?;
+    tonic_prost_build::configure()
+        .codec_path("grpc_stream_codec::tonic::ProstCodec")
+        .extern_path(".streamcodec.echo.v1", "crate::adapter")
+        .out_dir(&full)
         .compile_fds(descriptors)?;
+    rewrite_full(&full.join("streamcodec.echo.v1.rs"))?;
     Ok(())
+}
+
+// TEMPORARY until the build hook lands.
+fn rewrite_full(path: &std::path::Path) -> io::Result<()> {
+    let text = std::fs::read_to_string(path)?;
+    let text = text
+        .replace(
+            "tonic::server::Grpc::",
+            "::grpc_stream_codec::tonic::server::Grpc::",
+        )
+        .replace(
+            "tonic::server::ClientStreamingService",
+            "::grpc_stream_codec::tonic::server::ClientStreamingService",
+        )
+        .replace(
+            "tonic::server::StreamingService",
+            "::grpc_stream_codec::tonic::server::StreamingService",
+        )
+        .replace("tonic::codec::Streaming", "tonic::Streaming")
+        .replace("tonic::Streaming", "FULL_STREAMING")
+        .replace("FULL_STREAMING", "::grpc_stream_codec::tonic::Streaming")
+        .replace(
+            "tonic::client::Grpc<",
+            "::grpc_stream_codec::tonic::client::Grpc<",
+        )
+        .replace(
+            "tonic::client::Grpc::",
+            "::grpc_stream_codec::tonic::client::Grpc::",
+        );
+    std::fs::write(path, text)
 }

@@ -9,11 +9,12 @@ use tokio_stream::{Stream, StreamExt};
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
-use tonic::{Request, Status, Streaming};
+use tonic::{Request, Status};
 use tower::Layer;
 
+use crate::ResponseStream;
 use crate::adapter::{EchoRequest, EchoResponse};
-use crate::{adapter, stock};
+use crate::{adapter, full, stock};
 
 /// An Echo client using grpc-stream-codec's codec and response guard, or
 /// tonic's stock codec, optionally sending the same metadata with every call.
@@ -30,6 +31,19 @@ enum Stub {
     Adapter(adapter::echo_client::EchoClient<ResponseGuard<Channel>>),
     /// Generated with `tonic_prost::ProstCodec`.
     Stock(stock::echo_client::EchoClient<Channel>),
+    /// Generated for grpc-stream-codec's full framing: no guard needed.
+    Full(full::echo_client::EchoClient<Channel>),
+}
+
+/// Which client stack an [`EchoClient`] runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientStack {
+    /// tonic's stock codec and framing.
+    Stock,
+    /// grpc-stream-codec's codec behind the response guard layer.
+    Codec,
+    /// grpc-stream-codec's full framing.
+    Full,
 }
 
 macro_rules! with_client {
@@ -37,6 +51,7 @@ macro_rules! with_client {
         match &mut $self.stub {
             Stub::Adapter($client) => $body,
             Stub::Stock($client) => $body,
+            Stub::Full($client) => $body,
         }
     };
 }
@@ -56,19 +71,51 @@ impl EchoClient {
 
     /// A client over an existing channel.
     pub fn new(channel: Channel, stock: bool, compression: Option<CompressionEncoding>) -> Self {
-        let stub = if stock {
-            let mut client = stock::echo_client::EchoClient::new(channel);
-            if let Some(encoding) = compression {
-                client = client.send_compressed(encoding).accept_compressed(encoding);
-            }
-            Stub::Stock(client)
+        let stack = if stock {
+            ClientStack::Stock
         } else {
-            let guarded = ResponseGuardLayer::new().layer(channel);
-            let mut client = adapter::echo_client::EchoClient::new(guarded);
-            if let Some(encoding) = compression {
-                client = client.send_compressed(encoding).accept_compressed(encoding);
+            ClientStack::Codec
+        };
+        EchoClient::with_stack(channel, stack, compression)
+    }
+
+    /// Connects to `addr` with the given client stack.
+    pub async fn connect_with(
+        addr: String,
+        stack: ClientStack,
+        compression: Option<CompressionEncoding>,
+    ) -> Result<EchoClient, tonic::transport::Error> {
+        let channel = Endpoint::from_shared(addr)?.connect().await?;
+        Ok(EchoClient::with_stack(channel, stack, compression))
+    }
+
+    /// A client over an existing channel with the given stack.
+    pub fn with_stack(
+        channel: Channel,
+        stack: ClientStack,
+        compression: Option<CompressionEncoding>,
+    ) -> Self {
+        macro_rules! compressed {
+            ($client:expr) => {
+                match compression {
+                    Some(encoding) => $client
+                        .send_compressed(encoding)
+                        .accept_compressed(encoding),
+                    None => $client,
+                }
+            };
+        }
+        let stub = match stack {
+            ClientStack::Stock => {
+                Stub::Stock(compressed!(stock::echo_client::EchoClient::new(channel)))
             }
-            Stub::Adapter(client)
+            ClientStack::Codec => {
+                let guarded = ResponseGuardLayer::new().layer(channel);
+                Stub::Adapter(compressed!(adapter::echo_client::EchoClient::new(guarded)))
+            }
+            ClientStack::Full => {
+                Stub::Full(compressed!(full::echo_client::EchoClient::new(channel)))
+            }
         };
         EchoClient {
             stub,
@@ -97,12 +144,9 @@ impl EchoClient {
     }
 
     /// Calls ServerStream.
-    pub async fn server_stream(
-        &mut self,
-        request: EchoRequest,
-    ) -> Result<Streaming<EchoResponse>, Status> {
+    pub async fn server_stream(&mut self, request: EchoRequest) -> Result<ResponseStream, Status> {
         let request = self.request(request);
-        with_client!(self, client => client.server_stream(request).await.map(|r| r.into_inner()))
+        with_client!(self, client => client.server_stream(request).await.map(|r| boxed(r.into_inner())))
     }
 
     /// Calls ClientStream.
@@ -118,10 +162,16 @@ impl EchoClient {
     pub async fn bidi(
         &mut self,
         requests: impl Stream<Item = EchoRequest> + Send + 'static,
-    ) -> Result<Streaming<EchoResponse>, Status> {
+    ) -> Result<ResponseStream, Status> {
         let requests = self.request(requests);
-        with_client!(self, client => client.bidi(requests).await.map(|r| r.into_inner()))
+        with_client!(self, client => client.bidi(requests).await.map(|r| boxed(r.into_inner())))
     }
+}
+
+fn boxed(
+    responses: impl Stream<Item = Result<EchoResponse, Status>> + Send + 'static,
+) -> ResponseStream {
+    Box::pin(responses)
 }
 
 /// Why a check failed.

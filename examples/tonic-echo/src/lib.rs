@@ -17,8 +17,8 @@ mod client;
 mod service;
 
 pub use client::{
-    EchoClient, Mismatch, check_bidi, check_client_stream, check_server_stream, check_unary,
-    request_payload,
+    ClientStack, EchoClient, Mismatch, check_bidi, check_client_stream, check_server_stream,
+    check_unary, request_payload,
 };
 pub use service::{
     EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, ResponseStream, bidi, client_stream,
@@ -38,6 +38,13 @@ pub mod stock {
     include!(concat!(env!("OUT_DIR"), "/stock/streamcodec.echo.v1.rs"));
 }
 
+/// Services generated for grpc-stream-codec's full framing (rewritten by its
+/// build hook), over [`adapter`]'s message types.
+#[allow(missing_docs, clippy::all)]
+pub mod full {
+    include!(concat!(env!("OUT_DIR"), "/full/streamcodec.echo.v1.rs"));
+}
+
 /// Every compression encoding the example servers accept and can send.
 pub const ENCODINGS: [CompressionEncoding; 3] = [
     CompressionEncoding::Gzip,
@@ -50,7 +57,33 @@ pub const ENCODINGS: [CompressionEncoding; 3] = [
 /// Requests may come compressed with any of [`ENCODINGS`]; responses are
 /// compressed with one the client accepts.
 pub async fn serve(listener: TcpListener, stock: bool) -> Result<(), tonic::transport::Error> {
-    serve_with(listener, ServeOptions { stock, guard: None }).await
+    let options = ServeOptions {
+        stock,
+        ..ServeOptions::default()
+    };
+    serve_with(listener, options).await
+}
+
+/// How much of tonic's gRPC path grpc-stream-codec replaces.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Framing {
+    /// Only the codec (`codec_path`): tonic keeps its own framing.
+    #[default]
+    Codec,
+    /// The full framing: generated code rewritten by the build hook onto
+    /// grpc-stream-codec's `Grpc` and `Streaming`.
+    Full,
+}
+
+impl Framing {
+    /// Parses `codec` or `full`, as the binaries' `--framing` takes it.
+    pub fn parse(name: &str) -> Option<Framing> {
+        match name {
+            "codec" => Some(Framing::Codec),
+            "full" => Some(Framing::Full),
+            _ => None,
+        }
+    }
 }
 
 /// How [`serve_with`] serves.
@@ -58,6 +91,8 @@ pub async fn serve(listener: TcpListener, stock: bool) -> Result<(), tonic::tran
 pub struct ServeOptions {
     /// tonic's stock codec instead of grpc-stream-codec's.
     pub stock: bool,
+    /// With grpc-stream-codec (not `stock`): codec only or full framing.
+    pub framing: Framing,
     /// Put grpc-stream-codec's request guard layer in front, in this mode.
     pub guard: Option<GuardMode>,
 }
@@ -80,6 +115,12 @@ pub async fn serve_with(
     let mut builder = Server::builder().layer(tower::util::option_layer(guard));
     let router = if options.stock {
         let mut server = stock::echo_server::EchoServer::new(EchoService);
+        for encoding in ENCODINGS {
+            server = server.accept_compressed(encoding).send_compressed(encoding);
+        }
+        builder.add_service(server)
+    } else if options.framing == Framing::Full {
+        let mut server = full::echo_server::EchoServer::new(EchoService);
         for encoding in ENCODINGS {
             server = server.accept_compressed(encoding).send_compressed(encoding);
         }

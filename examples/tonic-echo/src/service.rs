@@ -4,6 +4,7 @@
 use std::pin::Pin;
 
 use bytes::{Bytes, BytesMut};
+use grpc_stream_codec::tonic::Streaming as FullStreaming;
 use tokio_stream::{Stream, StreamExt};
 use tonic::metadata::{MetadataMap, MetadataValue};
 use tonic::{Code, Request, Response, Status, Streaming};
@@ -126,7 +127,7 @@ pub fn bidi(
 pub struct EchoService;
 
 macro_rules! impl_echo {
-    ($module:ident) => {
+    ($module:ident, $streaming:ident) => {
         #[tonic::async_trait]
         impl crate::$module::echo_server::Echo for EchoService {
             async fn unary(
@@ -147,7 +148,7 @@ macro_rules! impl_echo {
 
             async fn client_stream(
                 &self,
-                request: Request<Streaming<EchoRequest>>,
+                request: Request<$streaming<EchoRequest>>,
             ) -> Result<Response<EchoResponse>, Status> {
                 client_stream(request.into_inner()).await.map(Response::new)
             }
@@ -156,7 +157,7 @@ macro_rules! impl_echo {
 
             async fn bidi(
                 &self,
-                request: Request<Streaming<EchoRequest>>,
+                request: Request<$streaming<EchoRequest>>,
             ) -> Result<Response<ResponseStream>, Status> {
                 let fail_after = fail_after(request.metadata());
                 Ok(Response::new(bidi(request.into_inner(), fail_after)))
@@ -165,5 +166,6 @@ macro_rules! impl_echo {
     };
 }
 
-impl_echo!(adapter);
-impl_echo!(stock);
+impl_echo!(adapter, Streaming);
+impl_echo!(stock, Streaming);
+impl_echo!(full, FullStreaming);

@@ -1,4 +1,4 @@
-//! `tonic-echo-client --addr http://127.0.0.1:PORT [--stock]
+//! `tonic-echo-client --addr http://127.0.0.1:PORT [--stock] [--framing codec|full]
 //! [--rpc unary|server|client|bidi|all] [--size N] [--count N]
 //! [--compression none|gzip|deflate|zstd] [--metadata KEY=VALUE]...
 //! [--expect-code CODE]`
@@ -16,15 +16,16 @@ use std::process::ExitCode;
 use grpc_stream_codec::Code;
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{AsciiMetadataKey, BinaryMetadataKey, MetadataMap, MetadataValue};
-use tonic_echo::{EchoClient, Mismatch};
+use tonic_echo::{ClientStack, EchoClient, Framing, Mismatch};
 
 const USAGE: &str = "usage: tonic-echo-client --addr http://127.0.0.1:PORT [--stock] \
-[--rpc unary|server|client|bidi|all] [--size N] [--count N] [--compression none|gzip|deflate|zstd] \
+[--framing codec|full] [--rpc unary|server|client|bidi|all] [--size N] [--count N] [--compression none|gzip|deflate|zstd] \
 [--metadata KEY=VALUE]... [--expect-code CODE]";
 
 struct Options {
     addr: String,
     stock: bool,
+    framing: Framing,
     rpcs: Vec<&'static str>,
     size: u32,
     count: u32,
@@ -61,6 +62,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut options = Options {
         addr: String::new(),
         stock: false,
+        framing: Framing::Codec,
         rpcs: vec!["unary", "server", "client", "bidi"],
         size: 1024,
         count: 10,
@@ -74,6 +76,11 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         match arg.as_str() {
             "--addr" => options.addr = value()?,
             "--stock" => options.stock = true,
+            "--framing" => {
+                let name = value()?;
+                options.framing =
+                    Framing::parse(&name).ok_or(format!("unknown --framing {name}"))?;
+            }
             "--rpc" => {
                 let rpc = value()?;
                 options.rpcs = match rpc.as_str() {
@@ -132,8 +139,13 @@ async fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
+    let stack = match (options.stock, options.framing) {
+        (true, _) => ClientStack::Stock,
+        (false, Framing::Codec) => ClientStack::Codec,
+        (false, Framing::Full) => ClientStack::Full,
+    };
     let client =
-        match EchoClient::connect(options.addr.clone(), options.stock, options.compression).await {
+        match EchoClient::connect_with(options.addr.clone(), stack, options.compression).await {
             Ok(client) => client,
             Err(error) => {
                 eprintln!("cannot connect to {}: {error}", options.addr);

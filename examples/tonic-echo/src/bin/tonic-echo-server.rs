@@ -1,7 +1,8 @@
-//! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--guard pass|assemble] [--report-memory]`
+//! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full] [--guard pass|assemble] [--report-memory]`
 //!
-//! Serves the Echo service with grpc-stream-codec's tonic codec, or with
-//! tonic's stock codec under `--stock`; `--guard` puts grpc-stream-codec's
+//! Serves the Echo service with grpc-stream-codec's tonic codec, with its
+//! full framing under `--framing full`, or with tonic's stock codec under
+//! `--stock`; `--guard` puts grpc-stream-codec's
 //! request guard layer in front in the given mode. Prints `listening on ADDR`
 //! on one line once bound, so scripts can pass port 0 and read the port back.
 //! With `--report-memory`, each `memory` line on standard input is answered
@@ -12,7 +13,7 @@ use std::net::SocketAddr;
 use std::process::ExitCode;
 
 use grpc_stream_codec::tonic::guard::GuardMode;
-use tonic_echo::ServeOptions;
+use tonic_echo::{Framing, ServeOptions};
 
 #[path = "../../../shared/live_alloc.rs"]
 mod live_alloc;
@@ -21,7 +22,7 @@ mod live_alloc;
 static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--guard pass|assemble] [--report-memory]";
+[--framing codec|full] [--guard pass|assemble] [--report-memory]";
 
 struct Options {
     listen: SocketAddr,
@@ -45,6 +46,11 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 );
             }
             "--stock" => serve.stock = true,
+            "--framing" => {
+                let value = args.next().ok_or("--framing needs codec or full")?;
+                serve.framing =
+                    Framing::parse(&value).ok_or_else(|| format!("unknown --framing {value}"))?;
+            }
             "--guard" => {
                 let value = args.next().ok_or("--guard needs pass or assemble")?;
                 serve.guard = Some(match value.as_str() {
@@ -86,10 +92,10 @@ async fn main() -> ExitCode {
     if options.report_memory {
         live_alloc::serve_reports_on_stdin();
     }
-    let codec = if options.serve.stock {
-        "stock tonic-prost"
-    } else {
-        "grpc-stream-codec"
+    let codec = match (options.serve.stock, options.serve.framing) {
+        (true, _) => "stock tonic-prost",
+        (false, Framing::Codec) => "grpc-stream-codec (codec)",
+        (false, Framing::Full) => "grpc-stream-codec (full framing)",
     };
     eprintln!("codec: {codec}, guard: {:?}", options.serve.guard);
     match tonic_echo::serve_with(listener, options.serve).await {

@@ -1,0 +1,314 @@
+//! Full framing for tonic clients: [`Grpc`] in place of `tonic::client::Grpc`.
+//!
+//! Generated clients reach it through the [build hook](super::build). The
+//! transport below it (a `tonic::transport::Channel`, interceptors, any tower
+//! service) is tonic's and works as before.
+
+use std::fmt;
+use std::future::poll_fn;
+
+use futures_core::Stream;
+use http::header::{CONTENT_TYPE, HeaderValue, TE};
+use http::uri::{PathAndQuery, Uri};
+use http_body::Body as HttpBody;
+use tonic::body::Body;
+use tonic::client::GrpcService;
+use tonic::codec::CompressionEncoding as TonicEncoding;
+use tonic::codegen::StdError;
+use tonic::metadata::{GRPC_CONTENT_TYPE, MetadataMap};
+
+use super::ProstMessageEncoder;
+use super::body::BytesBody;
+use super::compression::encoding_from_tonic;
+use super::framing_codec::FramingCodec;
+use super::metadata::merge_metadata;
+use super::sources::Infallible;
+use super::streaming::Streaming;
+use crate::Status;
+use crate::compression::{
+    Compression, CompressionEncoding, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
+};
+use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
+use crate::envelope::Limits;
+use crate::status::Code;
+
+/// Request headers that belong to the framing, never to the caller's
+/// metadata (the ones tonic drops too).
+const RESERVED_REQUEST_HEADERS: [&str; 5] = [
+    "te",
+    "content-type",
+    "grpc-message",
+    "grpc-message-type",
+    "grpc-status",
+];
+
+/// Makes gRPC calls over a tonic transport on this crate's framing: the same
+/// API as `tonic::client::Grpc`, which generated clients use after the
+/// [build hook](super::build) has pointed them here.
+///
+/// - Request messages go out through [`EncodeStream`]: what the request
+///   stream has ready is batched (up to 32 KiB), each message encoded into an
+///   exact reservation.
+/// - Responses are read by the frame-fed decoder: the receive limit
+///   (`max_decoding_message_size`, default 4 MiB) is checked on each header
+///   before anything is allocated, decompression is bounded by it, and a
+///   response cut inside a message is `internal` — never a silent `OK`.
+/// - A trailers-only error answers the call itself; a response without a
+///   `grpc-status` is an error.
+pub struct Grpc<T> {
+    inner: T,
+    origin: Uri,
+    send: Option<CompressionEncoding>,
+    accept: EncodingSet,
+    limits: Limits,
+}
+
+impl<T> Grpc<T> {
+    /// A client over `inner`, sending requests to the URI's path only (the
+    /// transport supplies scheme and authority, as a `Channel` does).
+    pub fn new(inner: T) -> Self {
+        Self::with_origin(inner, Uri::default())
+    }
+
+    /// A client over `inner` whose requests go to `origin` (scheme,
+    /// authority, and a path prefix if it has one).
+    pub fn with_origin(inner: T, origin: Uri) -> Self {
+        Grpc {
+            inner,
+            origin,
+            send: None,
+            accept: EncodingSet::empty(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Compresses requests with `encoding`; the server must accept it.
+    pub fn send_compressed(mut self, encoding: TonicEncoding) -> Self {
+        self.send = encoding_from_tonic(encoding);
+        self
+    }
+
+    /// Asks the server to compress responses with `encoding`.
+    pub fn accept_compressed(mut self, encoding: TonicEncoding) -> Self {
+        if let Some(encoding) = encoding_from_tonic(encoding) {
+            self.accept = self.accept.with(encoding);
+        }
+        self
+    }
+
+    /// The largest response message accepted, after decompression (default
+    /// 4 MiB).
+    pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+        self.limits = self.limits.with_max_receive(limit);
+        self
+    }
+
+    /// The largest request message sent (default unlimited).
+    pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+        self.limits = self.limits.with_max_send(limit);
+        self
+    }
+
+    /// Waits until the transport can take a call.
+    pub async fn ready(&mut self) -> Result<(), T::Error>
+    where
+        T: GrpcService<Body>,
+    {
+        poll_fn(|cx| self.inner.poll_ready(cx)).await
+    }
+
+    /// Makes a unary call.
+    pub async fn unary<M1, M2, C>(
+        &mut self,
+        request: tonic::Request<M1>,
+        path: PathAndQuery,
+        codec: C,
+    ) -> Result<tonic::Response<M2>, tonic::Status>
+    where
+        T: GrpcService<Body>,
+        T::ResponseBody: HttpBody + Send + 'static,
+        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
+        C: FramingCodec<Encode = M1, Decode = M2>,
+        M1: prost::Message + Send + Sync + 'static,
+        M2: prost::Message + Default + Send + Sync + 'static,
+    {
+        let request = request.map(tonic::codegen::tokio_stream::once);
+        self.client_streaming(request, path, codec).await
+    }
+
+    /// Makes a client-streaming call.
+    pub async fn client_streaming<S, M1, M2, C>(
+        &mut self,
+        request: tonic::Request<S>,
+        path: PathAndQuery,
+        codec: C,
+    ) -> Result<tonic::Response<M2>, tonic::Status>
+    where
+        T: GrpcService<Body>,
+        T::ResponseBody: HttpBody + Send + 'static,
+        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
+        S: Stream<Item = M1> + Send + 'static,
+        C: FramingCodec<Encode = M1, Decode = M2>,
+        M1: prost::Message + Send + Sync + 'static,
+        M2: prost::Message + Default + Send + Sync + 'static,
+    {
+        let (mut metadata, mut messages, extensions) =
+            self.streaming(request, path, codec).await?.into_parts();
+        let message = match messages.message().await {
+            Ok(Some(message)) => message,
+            Ok(None) => return Err(tonic::Status::internal("the response has no message")),
+            Err(mut status) => {
+                // The response headers are part of what the call answered.
+                merge_metadata(status.metadata_mut(), metadata);
+                return Err(status);
+            }
+        };
+        if let Some(trailers) = messages.trailers().await? {
+            merge_metadata(&mut metadata, trailers);
+        }
+        Ok(tonic::Response::from_parts(metadata, message, extensions))
+    }
+
+    /// Makes a server-streaming call.
+    pub async fn server_streaming<M1, M2, C>(
+        &mut self,
+        request: tonic::Request<M1>,
+        path: PathAndQuery,
+        codec: C,
+    ) -> Result<tonic::Response<Streaming<M2>>, tonic::Status>
+    where
+        T: GrpcService<Body>,
+        T::ResponseBody: HttpBody + Send + 'static,
+        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
+        C: FramingCodec<Encode = M1, Decode = M2>,
+        M1: prost::Message + Send + Sync + 'static,
+        M2: prost::Message + Default + Send + Sync + 'static,
+    {
+        let request = request.map(tonic::codegen::tokio_stream::once);
+        self.streaming(request, path, codec).await
+    }
+
+    /// Makes a bidi-streaming call.
+    pub async fn streaming<S, M1, M2, C>(
+        &mut self,
+        request: tonic::Request<S>,
+        path: PathAndQuery,
+        _codec: C,
+    ) -> Result<tonic::Response<Streaming<M2>>, tonic::Status>
+    where
+        T: GrpcService<Body>,
+        T::ResponseBody: HttpBody + Send + 'static,
+        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
+        S: Stream<Item = M1> + Send + 'static,
+        C: FramingCodec<Encode = M1, Decode = M2>,
+        M1: prost::Message + Send + Sync + 'static,
+        M2: prost::Message + Default + Send + Sync + 'static,
+    {
+        let request = self.http_request::<S, M1>(request, path)?;
+        let response = self
+            .inner
+            .call(request)
+            .await
+            .map_err(|error| tonic::Status::from_error(error.into()))?;
+        let (parts, body) = response.into_parts();
+        if let Some(status) = Status::from_header_map(&parts.headers)
+            && status.code() != Code::Ok
+        {
+            // A trailers-only error answers the call itself, as in tonic.
+            return Err(status.into());
+        }
+        let messages = Streaming::new_response(
+            parts.status,
+            &parts.headers,
+            BytesBody::new(body),
+            self.limits,
+        );
+        Ok(tonic::Response::from_parts(
+            MetadataMap::from_headers(parts.headers),
+            messages,
+            parts.extensions,
+        ))
+    }
+
+    fn http_request<S, M1>(
+        &self,
+        request: tonic::Request<S>,
+        path: PathAndQuery,
+    ) -> Result<http::Request<Body>, tonic::Status>
+    where
+        S: Stream<Item = M1> + Send + 'static,
+        M1: prost::Message + Send + 'static,
+    {
+        let (metadata, extensions, messages) = request.into_parts();
+        let config = EncodeConfig::default()
+            .with_compression(self.send.map(Compression::new))
+            .with_limits(self.limits);
+        let body = EncodeBody::client(EncodeStream::new(
+            Infallible::new(messages),
+            ProstMessageEncoder::<M1>::default(),
+            config,
+        ));
+
+        let mut request = http::Request::new(Body::new(body));
+        *request.method_mut() = http::Method::POST;
+        *request.version_mut() = http::Version::HTTP_2;
+        *request.uri_mut() = self.uri(path)?;
+        *request.extensions_mut() = extensions;
+        let headers = request.headers_mut();
+        *headers = metadata.into_headers();
+        for name in RESERVED_REQUEST_HEADERS {
+            headers.remove(name);
+        }
+        headers.insert(TE, HeaderValue::from_static("trailers"));
+        headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+        if let Some(encoding) = self.send {
+            headers.insert(GRPC_ENCODING, encoding.header_value());
+        }
+        if !self.accept.is_empty() {
+            let accept = self.accept.with(CompressionEncoding::Identity);
+            headers.insert(GRPC_ACCEPT_ENCODING, accept.accept_header_value());
+        }
+        Ok(request)
+    }
+
+    /// The request URI: the origin with `path` appended to its own path.
+    fn uri(&self, path: PathAndQuery) -> Result<Uri, tonic::Status> {
+        let mut parts = self.origin.clone().into_parts();
+        parts.path_and_query = match &parts.path_and_query {
+            Some(prefix) if prefix != "/" => {
+                let joined = format!("{}{}", prefix.path().trim_end_matches('/'), path);
+                Some(joined.parse().map_err(|_| invalid_uri())?)
+            }
+            _ => Some(path),
+        };
+        Uri::from_parts(parts).map_err(|_| invalid_uri())
+    }
+}
+
+fn invalid_uri() -> tonic::Status {
+    tonic::Status::internal("the origin and method path do not form a valid URI")
+}
+
+impl<T: Clone> Clone for Grpc<T> {
+    fn clone(&self) -> Self {
+        Grpc {
+            inner: self.inner.clone(),
+            origin: self.origin.clone(),
+            send: self.send,
+            accept: self.accept,
+            limits: self.limits,
+        }
+    }
+}
+
+impl<T: fmt::Debug> fmt::Debug for Grpc<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Grpc")
+            .field("inner", &self.inner)
+            .field("origin", &self.origin)
+            .field("send", &self.send)
+            .field("accept", &self.accept)
+            .field("limits", &self.limits)
+            .finish()
+    }
+}

@@ -1,0 +1,385 @@
+//! Full framing for tonic servers: [`Grpc`] in place of `tonic::server::Grpc`,
+//! and the streaming-request service traits over this crate's
+//! [`Streaming`](super::Streaming).
+//!
+//! Generated code reaches these through the [build hook](super::build);
+//! nothing here is called by hand in a normal service. Everything above the
+//! `Grpc` (tower layers, interceptors, `Routes`, tonic-web, `grpc-timeout`)
+//! is tonic's and works as before.
+
+use std::fmt;
+use std::future::Future;
+use std::marker::PhantomData;
+
+use futures_core::Stream;
+use http::header::CONTENT_TYPE;
+use http_body::Body as HttpBody;
+use tonic::body::Body;
+use tonic::codec::{
+    CompressionEncoding as TonicEncoding, EnabledCompressionEncodings,
+    SingleMessageCompressionOverride,
+};
+use tonic::codegen::StdError;
+use tonic::metadata::GRPC_CONTENT_TYPE;
+use tonic::server::{ServerStreamingService, UnaryService};
+use tower_service::Service;
+
+use super::ProstMessageEncoder;
+use super::body::BytesBody;
+use super::compression::{
+    encoding_from_tonic, encodings_from_tonic, negotiate_received, negotiate_send,
+};
+use super::framing_codec::FramingCodec;
+use super::metadata::merge_metadata;
+use super::sources::StatusErrors;
+use super::streaming::Streaming;
+use crate::compression::{Compression, CompressionEncoding, EncodingSet, GRPC_ENCODING};
+use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
+use crate::envelope::Limits;
+
+/// A client-streaming method, as generated code implements it: in place of
+/// `tonic::server::ClientStreamingService`, with this crate's
+/// [`Streaming`] as the request.
+pub trait ClientStreamingService<R> {
+    /// The response message.
+    type Response;
+    /// The handler's future.
+    type Future: Future<Output = Result<tonic::Response<Self::Response>, tonic::Status>>;
+
+    /// Handles one call.
+    fn call(&mut self, request: tonic::Request<Streaming<R>>) -> Self::Future;
+}
+
+impl<S, R, M> ClientStreamingService<R> for S
+where
+    S: Service<tonic::Request<Streaming<R>>, Response = tonic::Response<M>, Error = tonic::Status>,
+{
+    type Response = M;
+    type Future = S::Future;
+
+    fn call(&mut self, request: tonic::Request<Streaming<R>>) -> Self::Future {
+        Service::call(self, request)
+    }
+}
+
+/// A bidi-streaming method, as generated code implements it: in place of
+/// `tonic::server::StreamingService`, with this crate's [`Streaming`] as the
+/// request.
+pub trait StreamingService<R> {
+    /// The response messages.
+    type Response;
+    /// The stream of response messages.
+    type ResponseStream: Stream<Item = Result<Self::Response, tonic::Status>>;
+    /// The handler's future.
+    type Future: Future<Output = Result<tonic::Response<Self::ResponseStream>, tonic::Status>>;
+
+    /// Handles one call.
+    fn call(&mut self, request: tonic::Request<Streaming<R>>) -> Self::Future;
+}
+
+impl<S, R, St, M> StreamingService<R> for S
+where
+    S: Service<tonic::Request<Streaming<R>>, Response = tonic::Response<St>, Error = tonic::Status>,
+    St: Stream<Item = Result<M, tonic::Status>>,
+{
+    type Response = M;
+    type ResponseStream = St;
+    type Future = S::Future;
+
+    fn call(&mut self, request: tonic::Request<Streaming<R>>) -> Self::Future {
+        Service::call(self, request)
+    }
+}
+
+/// Serves one gRPC call on this crate's framing: the same builder and call
+/// API as `tonic::server::Grpc`, which generated code uses after the
+/// [build hook](super::build) has pointed it here.
+///
+/// - Requests are read by the frame-fed decoder: the limit
+///   (`max_decoding_message_size`, default 4 MiB) is checked on each header
+///   before anything is allocated (`resource_exhausted`, "message size N
+///   exceeds limit M"), decompression is bounded by it, a body cut inside a
+///   message is `internal`, and no buffer outlives the message it held.
+/// - Responses are written by [`EncodeStream`]: every message the handler's
+///   stream has ready goes into one batch of linked byte nodes (up to 32 KiB),
+///   each encoded into an exact reservation, and the trailers carry the
+///   handler's status (code, message, details, metadata) — also after k
+///   messages. A handler error before any response is a trailers-only answer.
+/// - Compression is negotiated as tonic does: `grpc-encoding` must be one
+///   this service accepts (else `unimplemented`, listing what it accepts in
+///   `grpc-accept-encoding`), and responses use the first encoding of the
+///   client's `grpc-accept-encoding` that the service may send.
+pub struct Grpc<C> {
+    // The codec only names the message types.
+    codec: PhantomData<fn() -> C>,
+    accept: EncodingSet,
+    send: EncodingSet,
+    limits: Limits,
+}
+
+impl<C: FramingCodec> Grpc<C> {
+    /// A call handler using `codec`'s message types.
+    pub fn new(_codec: C) -> Self {
+        Grpc {
+            codec: PhantomData,
+            accept: EncodingSet::empty(),
+            send: EncodingSet::empty(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Accepts requests compressed with `encoding`.
+    pub fn accept_compressed(mut self, encoding: TonicEncoding) -> Self {
+        if let Some(encoding) = encoding_from_tonic(encoding) {
+            self.accept = self.accept.with(encoding);
+        }
+        self
+    }
+
+    /// Compresses responses with `encoding` when the client accepts it.
+    pub fn send_compressed(mut self, encoding: TonicEncoding) -> Self {
+        if let Some(encoding) = encoding_from_tonic(encoding) {
+            self.send = self.send.with(encoding);
+        }
+        self
+    }
+
+    /// The largest request message accepted, after decompression (default
+    /// 4 MiB).
+    pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+        self.limits = self.limits.with_max_receive(limit);
+        self
+    }
+
+    /// The largest response message sent (default unlimited); a larger one
+    /// ends the call with `resource_exhausted`.
+    pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+        self.limits = self.limits.with_max_send(limit);
+        self
+    }
+
+    /// Applies a generated server's compression settings.
+    #[doc(hidden)]
+    pub fn apply_compression_config(
+        mut self,
+        accept_encodings: EnabledCompressionEncodings,
+        send_encodings: EnabledCompressionEncodings,
+    ) -> Self {
+        self.accept = encodings_from_tonic(accept_encodings);
+        self.send = encodings_from_tonic(send_encodings);
+        self
+    }
+
+    /// Applies a generated server's size limits.
+    #[doc(hidden)]
+    pub fn apply_max_message_size_config(
+        mut self,
+        max_decoding_message_size: Option<usize>,
+        max_encoding_message_size: Option<usize>,
+    ) -> Self {
+        if let Some(limit) = max_decoding_message_size {
+            self = self.max_decoding_message_size(limit);
+        }
+        if let Some(limit) = max_encoding_message_size {
+            self = self.max_encoding_message_size(limit);
+        }
+        self
+    }
+
+    /// Handles a unary call.
+    pub async fn unary<S, B>(
+        &mut self,
+        mut service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: UnaryService<C::Decode, Response = C::Encode>,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let send = negotiate_send(req.headers(), self.send);
+        let request = match self.single_request(req).await {
+            Ok(request) => request,
+            Err(status) => return status.into_http(),
+        };
+        let response = service.call(request).await;
+        let send = send.filter(|_| !compression_disabled(&response));
+        self.respond(response.map(|r| r.map(single)), send)
+    }
+
+    /// Handles a server-streaming call.
+    pub async fn server_streaming<S, B>(
+        &mut self,
+        mut service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: ServerStreamingService<C::Decode, Response = C::Encode>,
+        S::ResponseStream: Send + 'static,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let send = negotiate_send(req.headers(), self.send);
+        let request = match self.single_request(req).await {
+            Ok(request) => request,
+            Err(status) => return status.into_http(),
+        };
+        let response = service.call(request).await;
+        self.respond(response, send)
+    }
+
+    /// Handles a client-streaming call.
+    pub async fn client_streaming<S, B>(
+        &mut self,
+        mut service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: ClientStreamingService<C::Decode, Response = C::Encode>,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send + 'static,
+    {
+        let send = negotiate_send(req.headers(), self.send);
+        let request = match self.streaming_request(req) {
+            Ok(request) => request,
+            Err(status) => return status.into_http(),
+        };
+        let response = service.call(request).await;
+        let send = send.filter(|_| !compression_disabled(&response));
+        self.respond(response.map(|r| r.map(single)), send)
+    }
+
+    /// Handles a bidi-streaming call.
+    pub async fn streaming<S, B>(
+        &mut self,
+        mut service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: StreamingService<C::Decode, Response = C::Encode> + Send,
+        S::ResponseStream: Send + 'static,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let send = negotiate_send(req.headers(), self.send);
+        let request = match self.streaming_request(req) {
+            Ok(request) => request,
+            Err(status) => return status.into_http(),
+        };
+        let response = service.call(request).await;
+        self.respond(response, send)
+    }
+
+    /// The request of a unary or server-streaming call: exactly one message.
+    async fn single_request<B>(
+        &self,
+        req: http::Request<B>,
+    ) -> Result<tonic::Request<C::Decode>, tonic::Status>
+    where
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let (metadata, extensions, mut messages) = self.streaming_request(req)?.into_parts();
+        let message = messages
+            .message()
+            .await?
+            .ok_or_else(|| tonic::Status::internal("the request has no message"))?;
+        // As grpc-go does: a second message is a protocol violation, not
+        // something to drop silently.
+        if messages.message().await?.is_some() {
+            return Err(tonic::Status::internal(
+                "a unary request carried more than one message",
+            ));
+        }
+        let mut request = tonic::Request::from_parts(metadata, extensions, message);
+        if let Some(trailers) = messages.trailers().await? {
+            merge_metadata(request.metadata_mut(), trailers);
+        }
+        Ok(request)
+    }
+
+    fn streaming_request<B>(
+        &self,
+        req: http::Request<B>,
+    ) -> Result<tonic::Request<Streaming<C::Decode>>, tonic::Status>
+    where
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError>,
+    {
+        let encoding = negotiate_received(req.headers(), self.accept)?;
+        let (parts, body) = req.into_parts();
+        let messages = Streaming::new_request(BytesBody::new(body), encoding, self.limits);
+        Ok(tonic::Request::from_http(http::Request::from_parts(
+            parts, messages,
+        )))
+    }
+
+    fn respond<St>(
+        &self,
+        response: Result<tonic::Response<St>, tonic::Status>,
+        send: Option<CompressionEncoding>,
+    ) -> http::Response<Body>
+    where
+        St: Stream<Item = Result<C::Encode, tonic::Status>> + Send + 'static,
+    {
+        let (metadata, messages, extensions) = match response {
+            Ok(response) => response.into_parts(),
+            Err(status) => return status.into_http(),
+        };
+        let mut headers = metadata.into_headers();
+        headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
+        if let Some(encoding) = send {
+            headers.insert(GRPC_ENCODING, encoding.header_value());
+        }
+        let config = EncodeConfig::default()
+            .with_compression(send.map(Compression::new))
+            .with_limits(self.limits);
+        let encoder = ProstMessageEncoder::<C::Encode>::default();
+        let body = EncodeBody::server(EncodeStream::new(
+            StatusErrors::new(messages),
+            encoder,
+            config,
+        ));
+        let mut response = http::Response::new(Body::new(body));
+        *response.headers_mut() = headers;
+        *response.extensions_mut() = extensions;
+        response
+    }
+}
+
+/// A single response message as a stream.
+fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {
+    tonic::codegen::tokio_stream::once(Ok(message))
+}
+
+/// Whether the handler turned compression off for this one response
+/// (`tonic::Response::disable_compression`).
+fn compression_disabled<M>(response: &Result<tonic::Response<M>, tonic::Status>) -> bool {
+    response.as_ref().is_ok_and(|response| {
+        response
+            .extensions()
+            .get::<SingleMessageCompressionOverride>()
+            == Some(&SingleMessageCompressionOverride::Disable)
+    })
+}
+
+impl<C> Clone for Grpc<C> {
+    fn clone(&self) -> Self {
+        Grpc {
+            codec: PhantomData,
+            accept: self.accept,
+            send: self.send,
+            limits: self.limits,
+        }
+    }
+}
+
+impl<C> fmt::Debug for Grpc<C> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Grpc")
+            .field("accept", &self.accept)
+            .field("send", &self.send)
+            .field("limits", &self.limits)
+            .finish_non_exhaustive()
+    }
+}

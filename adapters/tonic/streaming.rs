@@ -1,0 +1,116 @@
+//! `Streaming<T>`: the full framing's stream of received messages.
+
+use std::error::Error as StdError;
+use std::fmt;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use futures_core::Stream;
+use http::{HeaderMap, StatusCode};
+use http_body::Body;
+use prost::Message;
+use tonic::metadata::MetadataMap;
+
+use super::message_decoder::ProstMessageDecoder;
+use crate::compression::CompressionEncoding;
+use crate::decode;
+use crate::envelope::Limits;
+
+/// The messages of a request (on a server) or a response (on a client), in
+/// place of `tonic::Streaming<T>`: the [build hook](super::build) points
+/// generated code at it, so client-streaming and bidi handlers take
+/// `tonic::Request<grpc_stream_codec::tonic::Streaming<T>>` and streaming
+/// client calls return `tonic::Response<grpc_stream_codec::tonic::Streaming<T>>`.
+///
+/// It is a `Stream<Item = Result<T, tonic::Status>>` with
+/// [`message`](Self::message) and [`trailers`](Self::trailers), like tonic's,
+/// read by this crate's frame-fed decoder ([`decode::Streaming`]): each
+/// message's length is checked against the receive limit before anything is
+/// allocated for it (`resource_exhausted`, "message size N exceeds limit
+/// M"), decompression is bounded by the same limit, a body that ends inside a
+/// message is `internal`, and nothing of a message is kept once it is handed
+/// out — no per-stream buffer grows to the largest message seen. After an
+/// error the stream ends.
+///
+/// ```no_run
+/// use grpc_stream_codec::tonic::Streaming;
+///
+/// // A client-streaming handler's body: `request.into_inner()` is the stream.
+/// async fn total_len(mut requests: Streaming<String>) -> Result<usize, tonic::Status> {
+///     let mut total = 0;
+///     while let Some(text) = requests.message().await? {
+///         total += text.len();
+///     }
+///     Ok(total)
+/// }
+/// ```
+pub struct Streaming<T> {
+    inner: decode::Streaming<ProstMessageDecoder<T>>,
+}
+
+impl<T: Message + Default> Streaming<T> {
+    /// A stream over a request body a server received, its messages
+    /// compressed with `encoding` (already negotiated).
+    pub(crate) fn new_request<B>(
+        body: B,
+        encoding: Option<CompressionEncoding>,
+        limits: Limits,
+    ) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let inner = decode::Streaming::new_request(body, ProstMessageDecoder::new(), encoding);
+        Streaming {
+            inner: inner.with_limits(limits),
+        }
+    }
+
+    /// A stream over a response body a client received.
+    pub(crate) fn new_response<B>(
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: B,
+        limits: Limits,
+    ) -> Self
+    where
+        B: Body<Data = Bytes> + Send + 'static,
+        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+    {
+        let inner =
+            decode::Streaming::new_response(status, headers, body, ProstMessageDecoder::new());
+        Streaming {
+            inner: inner.with_limits(limits),
+        }
+    }
+
+    /// The next message, or `None` at the end of a successful stream.
+    pub async fn message(&mut self) -> Result<Option<T>, tonic::Status> {
+        self.inner.message().await.map_err(Into::into)
+    }
+
+    /// Reads the body to its end, discarding messages not yet read, and
+    /// returns its trailers. On a client, a non-`OK` status is the error.
+    pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, tonic::Status> {
+        match self.inner.trailers().await {
+            Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
+            Err(status) => Err(status.into()),
+        }
+    }
+}
+
+impl<T: Message + Default> Stream for Streaming<T> {
+    type Item = Result<T, tonic::Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        let item = ready!(Pin::new(&mut self.inner).poll_next(cx));
+        Poll::Ready(item.map(|result| result.map_err(Into::into)))
+    }
+}
+
+impl<T> fmt::Debug for Streaming<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Streaming").field(&self.inner).finish()
+    }
+}
