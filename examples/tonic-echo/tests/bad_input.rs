@@ -39,6 +39,7 @@ async fn start(mode: GuardMode) -> (SocketAddr, JoinHandle<()>) {
     let options = ServeOptions {
         stock: false,
         guard: Some(mode),
+        ..ServeOptions::default()
     };
     let server = tokio::spawn(async move {
         tonic_echo::serve_with(listener, options).await.unwrap();

@@ -149,6 +149,7 @@ async fn guarded_server_answers_bad_bodies_with_the_spec_codes_and_keeps_serving
         let (addr, server) = start(ServeOptions {
             stock: false,
             guard: Some(mode),
+            ..ServeOptions::default()
         })
         .await;
         let client = raw::connect(addr).await;
@@ -174,6 +175,7 @@ async fn stock_tonic_without_the_layer_shows_the_gaps() {
     let (addr, server) = start(ServeOptions {
         stock: true,
         guard: None,
+        ..ServeOptions::default()
     })
     .await;
     let client = raw::connect(addr).await;
@@ -336,6 +338,7 @@ async fn compressed_bodies_pass_through_both_modes() {
         let (addr, server) = start(ServeOptions {
             stock: false,
             guard: Some(mode),
+            ..ServeOptions::default()
         })
         .await;
         let client = raw::connect(addr).await;
@@ -371,6 +374,7 @@ async fn every_rpc_kind_works_through_both_modes() {
         let (addr, server) = start(ServeOptions {
             stock: false,
             guard: Some(mode),
+            ..ServeOptions::default()
         })
         .await;
         for compression in [None, Some(CompressionEncoding::Zstd)] {

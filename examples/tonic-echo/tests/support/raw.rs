@@ -131,6 +131,15 @@ pub async fn read_reply(response: Response<RecvStream>) -> Reply {
 /// answers it with `body` as the response body, `content-type:
 /// application/grpc` and trailers `grpc-status: 0`, whatever the body holds.
 pub async fn serve_raw(body: Vec<u8>) -> (SocketAddr, JoinHandle<()>) {
+    serve_raw_with(body, Some("0")).await
+}
+
+/// Like [`serve_raw`], with `grpc-status: STATUS` in the trailers, or no
+/// `grpc-status` at all (plain empty trailers) for `None`.
+pub async fn serve_raw_with(
+    body: Vec<u8>,
+    status: Option<&'static str>,
+) -> (SocketAddr, JoinHandle<()>) {
     let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .unwrap();
@@ -144,7 +153,7 @@ pub async fn serve_raw(body: Vec<u8>) -> (SocketAddr, JoinHandle<()>) {
                     return;
                 };
                 while let Some(Ok((request, respond))) = connection.accept().await {
-                    tokio::spawn(answer(request.into_body(), respond, body.clone()));
+                    tokio::spawn(answer(request.into_body(), respond, body.clone(), status));
                 }
             });
         }
@@ -156,6 +165,7 @@ async fn answer(
     mut request: RecvStream,
     mut respond: h2::server::SendResponse<Bytes>,
     body: Bytes,
+    status: Option<&'static str>,
 ) {
     while let Some(Ok(chunk)) = request.data().await {
         let _ = request.flow_control().release_capacity(chunk.len());
@@ -169,6 +179,8 @@ async fn answer(
     };
     let _ = stream.send_data(body, false);
     let mut trailers = HeaderMap::new();
-    trailers.insert("grpc-status", HeaderValue::from_static("0"));
+    if let Some(status) = status {
+        trailers.insert("grpc-status", HeaderValue::from_static(status));
+    }
     let _ = stream.send_trailers(trailers);
 }
