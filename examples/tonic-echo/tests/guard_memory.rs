@@ -1,6 +1,7 @@
 //! What 1,000 streams that each send only an envelope header declaring
 //! 4 MiB (plus 16 payload bytes) and then hold still cost a tonic server,
-//! with and without grpc-stream-codec's guard layer: process-wide live heap
+//! with and without grpc-stream-codec's guard layer, and with its full
+//! framing (no layer): process-wide live heap
 //! bytes from a counting allocator, server and raw client in one process.
 
 #[path = "../../../tests/support/counting_alloc.rs"]
@@ -16,8 +17,8 @@ use counting_alloc::{CountingAlloc, global_live, global_peak, reset_global_peak}
 use grpc_stream_codec::tonic::guard::GuardMode;
 use raw::{CLIENT_STREAM, LIMIT, UNARY, header, message};
 use tonic::Code;
-use tonic_echo::ServeOptions;
 use tonic_echo::adapter::EchoRequest;
+use tonic_echo::{Framing, ServeOptions};
 
 #[global_allocator]
 static ALLOC: CountingAlloc = CountingAlloc;
@@ -52,7 +53,7 @@ async fn settle() -> usize {
 
 /// Growth of live bytes, and of the peak, while `STREAMS` held-open streams
 /// sit on a server with `guard`.
-fn held_streams(guard: Option<GuardMode>) -> (isize, isize) {
+fn held_streams(options: ServeOptions) -> (isize, isize) {
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -62,13 +63,7 @@ fn held_streams(guard: Option<GuardMode>) -> (isize, isize) {
         let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
             .await
             .unwrap();
-        let server = tokio::spawn(tonic_echo::serve_with(
-            listener,
-            ServeOptions {
-                stock: false,
-                guard,
-            },
-        ));
+        let server = tokio::spawn(tonic_echo::serve_with(listener, options));
         // One full call first, so lazily built state is not counted.
         let warm = raw::connect(addr).await;
         let reply = raw::call(&warm, UNARY, &[], message(&EchoRequest::default())).await;
@@ -110,22 +105,40 @@ fn held_streams(guard: Option<GuardMode>) -> (isize, isize) {
 
 #[test]
 fn assembling_guard_keeps_held_open_headers_from_reserving_memory() {
-    let (assembling, assembling_peak) = held_streams(Some(GuardMode::Assembling));
-    let (pass, pass_peak) = held_streams(Some(GuardMode::PassThrough));
-    let (stock, stock_peak) = held_streams(None);
+    let guarded = |mode| ServeOptions {
+        guard: Some(mode),
+        ..ServeOptions::default()
+    };
+    let (assembling, assembling_peak) = held_streams(guarded(GuardMode::Assembling));
+    let (pass, pass_peak) = held_streams(guarded(GuardMode::PassThrough));
+    let (stock, stock_peak) = held_streams(ServeOptions::default());
+    let (full, full_peak) = held_streams(ServeOptions {
+        framing: Framing::Full,
+        ..ServeOptions::default()
+    });
     let show = |bytes: isize| bytes as f64 / MIB;
     eprintln!(
         "{STREAMS} streams over {CONNECTIONS} connections, each a header declaring {DECLARED} \
          bytes plus {SENT} bytes, held open; growth of process-wide live heap (peak):\n  \
          no layer:    {:>9.1} MiB ({:.1} MiB)\n  \
          pass-through:{:>9.1} MiB ({:.1} MiB)\n  \
-         assembling:  {:>9.1} MiB ({:.1} MiB)",
+         assembling:  {:>9.1} MiB ({:.1} MiB)\n  \
+         full framing, no layer: {:>9.1} MiB ({:.1} MiB)",
         show(stock),
         show(stock_peak),
         show(pass),
         show(pass_peak),
         show(assembling),
         show(assembling_peak),
+        show(full),
+        show(full_peak),
+    );
+    // The full framing reads through the core decoder: memory follows the
+    // bytes received, with no layer in front.
+    assert!(full < 32 * 1024 * 1024, "full framing: {full} bytes");
+    assert!(
+        full_peak < 32 * 1024 * 1024,
+        "full framing peak: {full_peak} bytes"
     );
     let reserved = (STREAMS * DECLARED as usize) as isize;
     assert!(
