@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Interop with gRPC C-core through Python's grpcio, the neutral third peer:
-#   - grpcio clients against the tonic-adapter and volo-adapter Echo servers;
-#   - this crate's tonic and volo clients against a grpcio Echo server;
+#   - grpcio clients against the tonic-adapter (codec + guard, and full
+#     framing without a guard) and volo-adapter Echo servers;
+#   - this crate's tonic (codec, full framing) and volo clients against a
+#     grpcio Echo server;
 # all four RPC kinds, uncompressed / gzip / deflate, payloads 0 B, 256 B,
 # 1 MiB and 4 MiB - 5 B (an EchoRequest of exactly 4 MiB), 1,000-message
 # streams, over-limit refusals on both sides, and a server error after k
@@ -59,6 +61,7 @@ start_server() {
 }
 
 start_server tonic "$bin/tonic-echo-server" --listen 127.0.0.1:0 --guard pass
+start_server tonicfull "$bin/tonic-echo-server" --listen 127.0.0.1:0 --framing full
 start_server volo "$bin/volo-echo-server" --listen 127.0.0.1:0
 start_server python python3 "$root/interop/echo_server.py" --stubs "$work" --port 0
 
@@ -69,6 +72,9 @@ echo "== grpcio clients -> our servers"
 python3 "$root/interop/interop_client.py" --stubs "$work" --addr "$tonic_addr" \
     --label "grpcio client -> tonic+codec server" --results "$results" >"$work/py-tonic.log" 2>&1 \
     || { failed=1; grep FAIL "$work/py-tonic.log" || true; }
+python3 "$root/interop/interop_client.py" --stubs "$work" --addr "$tonicfull_addr" \
+    --label "grpcio client -> tonic+full framing server" --results "$results" >"$work/py-tonicfull.log" 2>&1 \
+    || { failed=1; grep FAIL "$work/py-tonicfull.log" || true; }
 python3 "$root/interop/interop_client.py" --stubs "$work" --addr "$volo_addr" \
     --label "grpcio client -> volo+codec server" --results "$results" >"$work/py-volo.log" 2>&1 \
     || { failed=1; grep FAIL "$work/py-volo.log" || true; }
@@ -90,10 +96,21 @@ run_client() { # label compression size rpc client-args...
         failed=1
     fi
 }
-for client in tonic volo; do
-    label="$client+codec client -> grpcio server"
-    if [ "$client" = tonic ]; then addr="http://$python_addr"; else addr="$python_addr"; fi
-    cli=("$bin/$client-echo-client" --addr "$addr")
+for client in tonic tonic-full volo; do
+    case "$client" in
+    tonic)
+        label="tonic+codec client -> grpcio server"
+        cli=("$bin/tonic-echo-client" --addr "http://$python_addr")
+        ;;
+    tonic-full)
+        label="tonic+full framing client -> grpcio server"
+        cli=("$bin/tonic-echo-client" --framing full --addr "http://$python_addr")
+        ;;
+    volo)
+        label="volo+codec client -> grpcio server"
+        cli=("$bin/volo-echo-client" --addr "$python_addr")
+        ;;
+    esac
     for compression in none gzip deflate; do
         for size in 0 256 1048576 $AT_LIMIT; do
             count=2

@@ -16,17 +16,23 @@ pub enum Arm {
     TonicGuardPass,
     /// tonic with this crate's codec and the assembling guard layer.
     TonicGuardAssemble,
+    /// tonic with this crate's full framing (build hook).
+    TonicFull,
+    /// hyper's HTTP/2 server and prost, no gRPC framework: the floor.
+    BareHyper,
 }
 
 impl Arm {
     /// Every arm, in the order they are reported.
-    pub const ALL: [Arm; 6] = [
+    pub const ALL: [Arm; 8] = [
         Arm::StockVolo,
         Arm::Volo,
         Arm::StockTonic,
         Arm::Tonic,
         Arm::TonicGuardPass,
         Arm::TonicGuardAssemble,
+        Arm::TonicFull,
+        Arm::BareHyper,
     ];
 
     /// Short name used on the command line and in the JSON.
@@ -38,6 +44,8 @@ impl Arm {
             Arm::Tonic => "tonic-codec",
             Arm::TonicGuardPass => "tonic-codec-guard-pass",
             Arm::TonicGuardAssemble => "tonic-codec-guard-assemble",
+            Arm::TonicFull => "tonic-full",
+            Arm::BareHyper => "bare-hyper",
         }
     }
 
@@ -55,6 +63,8 @@ impl Arm {
             Arm::Tonic => "tonic + grpc-stream-codec",
             Arm::TonicGuardPass => "tonic + codec + guard (pass)",
             Arm::TonicGuardAssemble => "tonic + codec + guard (assemble)",
+            Arm::TonicFull => "tonic + grpc-stream-codec (full framing)",
+            Arm::BareHyper => "bare hyper + prost (no framework)",
         }
     }
 
@@ -67,6 +77,8 @@ impl Arm {
             Arm::Tonic => ("tonic-echo-server", &[]),
             Arm::TonicGuardPass => ("tonic-echo-server", &["--guard", "pass"]),
             Arm::TonicGuardAssemble => ("tonic-echo-server", &["--guard", "assemble"]),
+            Arm::TonicFull => ("tonic-echo-server", &["--framing", "full"]),
+            Arm::BareHyper => ("bare-echo-server", &[]),
         }
     }
 
@@ -74,9 +86,12 @@ impl Arm {
     pub fn baseline(self) -> Arm {
         match self {
             Arm::StockVolo | Arm::Volo => Arm::StockVolo,
-            Arm::StockTonic | Arm::Tonic | Arm::TonicGuardPass | Arm::TonicGuardAssemble => {
-                Arm::StockTonic
-            }
+            Arm::StockTonic
+            | Arm::Tonic
+            | Arm::TonicGuardPass
+            | Arm::TonicGuardAssemble
+            | Arm::TonicFull
+            | Arm::BareHyper => Arm::StockTonic,
         }
     }
 }

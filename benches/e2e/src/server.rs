@@ -19,6 +19,8 @@ pub fn build_servers() {
             "tonic-echo",
             "-p",
             "volo-echo",
+            "-p",
+            "e2e-bench",
             "--bins",
         ])
         .status()
