@@ -83,6 +83,8 @@ mod limits;
 mod recv;
 #[cfg(feature = "volo")]
 mod status;
+#[cfg(feature = "volo")]
+mod trailers_only;
 
 #[cfg(feature = "volo")]
 pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
