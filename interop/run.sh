@@ -4,9 +4,10 @@
 #   - this crate's tonic and volo clients against a grpcio Echo server;
 # all four RPC kinds, uncompressed / gzip / deflate, payloads 0 B, 256 B,
 # 1 MiB and 4 MiB - 5 B (an EchoRequest of exactly 4 MiB), 1,000-message
-# streams, over-limit refusals on both sides, and a server error after k
-# messages. Prints a matrix (implementation x RPC kind x compression) and
-# exits non-zero if any case failed.
+# streams, over-limit refusals on both sides, a server error after k
+# messages, and trailers-only answers to our clients (empty streams, errors
+# before the first message). Prints a matrix (implementation x RPC kind x
+# compression) and exits non-zero if any case failed.
 #
 # Usage: interop/run.sh [--release]   (needs python3 with pip, and cargo)
 set -euo pipefail
@@ -90,6 +91,22 @@ run_client() { # label compression size rpc client-args...
         failed=1
     fi
 }
+# run_client_mismatch label compression size rpc text client-args...: the
+# client must exit 1 having printed exactly `text` (a wrong-count report).
+run_client_mismatch() {
+    local label=$1 compression=$2 size=$3 rpc=$4 text=$5
+    shift 5
+    local status=0
+    "$@" >"$work/mismatch.log" 2>&1 || status=$?
+    cat "$work/mismatch.log" >>"$work/clients.log"
+    if [ "$status" = 1 ] && grep -qxF "$text" "$work/mismatch.log"; then
+        record "$label" "$rpc" "$compression" "$size" true
+    else
+        record "$label" "$rpc" "$compression" "$size" false
+        echo "FAIL $label $rpc $compression $size (exit $status, expected 1 and \"$text\"): $*" >&2
+        failed=1
+    fi
+}
 for client in tonic volo; do
     label="$client+codec client -> grpcio server"
     if [ "$client" = tonic ]; then addr="http://$python_addr"; else addr="$python_addr"; fi
@@ -117,7 +134,40 @@ for client in tonic volo; do
         --rpc server --size $((AT_LIMIT + 1)) --count 1 --expect-code RESOURCE_EXHAUSTED
     run_client "$label" none 64 server_stream_error_after_k "${cli[@]}" \
         --rpc server --size 64 --count 10 --metadata x-fail-after=3 --expect-code ABORTED
+    # Trailers-only: C-core puts the status in the response headers when a
+    # call has sent no message. Empty streams must end OK with 0 messages,
+    # an error before the first message must be that error.
+    for compression in none gzip deflate; do
+        ask=(--compression "$compression" --metadata "x-response-encoding=$compression")
+        run_client "$label" "$compression" 0 bidi_empty "${cli[@]}" "${ask[@]}" \
+            --rpc bidi --count 0
+        empty_server=("${cli[@]}" "${ask[@]}" --rpc server --count 0 --metadata x-response-count=0)
+        if [ "$client" = volo ]; then
+            run_client "$label" "$compression" 0 server_stream_empty "${empty_server[@]}" \
+                --expect-responses 0
+        else
+            # tonic-echo-client has no --expect-responses: it expects
+            # max(--count, 1) responses, so a clean end after 0 is exactly
+            # this report (an error status would be printed instead).
+            run_client_mismatch "$label" "$compression" 0 server_stream_empty \
+                "server: wrong reply: 0 responses, expected 1" "${empty_server[@]}"
+        fi
+        for rpc in unary server client bidi; do
+            run_client "$label" "$compression" 64 "${rpc}_trailers_only_error" "${cli[@]}" \
+                "${ask[@]}" --rpc "$rpc" --size 64 --count 2 --metadata x-fail-after=0 \
+                --expect-code ABORTED
+        done
+    done
 done
+
+echo "== the volo adapter client's trailers-only tests against grpcio (cargo test)"
+if (cd "$root" && cargo test "${build_flags[@]}" --workspace --all-features \
+    --test grpcio_trailers_only -- --ignored) >"$work/cargo-grpcio.log" 2>&1; then
+    grep -E "^test result" "$work/cargo-grpcio.log"
+else
+    failed=1
+    cat "$work/cargo-grpcio.log" >&2
+fi
 
 echo "== matrix"
 python3 "$root/interop/matrix.py" "$results"
