@@ -281,12 +281,16 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 /// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
 ///
 /// Files that need no change are not written, so their modification times
-/// stay as tonic-prost-build left them.
+/// stay as tonic-prost-build left them. Nothing is written unless every file
+/// passes.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
     let dir = dir.as_ref();
     let files =
         rewrite::rs_files(dir).map_err(|(path, source)| RewriteError::Io { path, source })?;
     let mut report = RewriteReport::default();
+    // Check every file before writing any, so a failed build leaves the
+    // generator's output as it was.
+    let mut changed = Vec::new();
     for path in files {
         let text = fs::read_to_string(&path).map_err(|source| RewriteError::Io {
             path: path.clone(),
@@ -299,17 +303,17 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
         report.files_scanned += 1;
         report.add(&rewritten);
         if rewritten.text != text {
-            fs::write(&path, &rewritten.text).map_err(|source| RewriteError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            report.files_rewritten += 1;
+            changed.push((path, rewritten.text));
         }
     }
     if report.files_with_services == 0 {
         return Err(RewriteError::NothingGenerated {
             dir: dir.to_path_buf(),
         });
+    }
+    for (path, text) in changed {
+        fs::write(&path, text).map_err(|source| RewriteError::Io { path, source })?;
+        report.files_rewritten += 1;
     }
     Ok(report)
 }
@@ -415,7 +419,10 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
 fn check_codecs(text: &str, paths: &[rewrite::CodePath]) -> Result<(), SourceError> {
     let stock = RULES[PROST_CODEC].stock;
     let foreign = paths.iter().find(|p| {
+        let last = p.segments.len() - 1;
         rewrite::preceded_by_tokens(text, p.start, &["let", "codec", "="])
+            && last > 0
+            && p.segment(text, last) == Some("default")
             && !p.starts_with(text, stock)
             && !p.starts_with(text, OUR_CODEC)
     });
@@ -427,12 +434,9 @@ fn check_codecs(text: &str, paths: &[rewrite::CodePath]) -> Result<(), SourceErr
     }
 }
 
-/// The codec's path without the constructor after it.
+/// The codec's path without the `::default` after it.
 fn codec_name(text: &str, codec: &rewrite::CodePath) -> String {
-    let mut count = codec.segments.len();
-    if count > 1 && codec.segment(text, count - 1) == Some("default") {
-        count -= 1;
-    }
+    let count = codec.segments.len() - 1;
     let names: Vec<&str> = (0..count).filter_map(|i| codec.segment(text, i)).collect();
     let lead = if codec.global { "::" } else { "" };
     format!("{lead}{}", names.join("::"))
