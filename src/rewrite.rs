@@ -1,5 +1,5 @@
 //! The code-only path rewriter behind both build hooks
-//! ([`crate::volo::build`], [`crate::tonic::build`]).
+//! (`volo::build`, `tonic::build`).
 //!
 //! Generated code names framework types by path (`tonic::server::Grpc`,
 //! `::volo_grpc::RecvStream`); a hook swaps some of those paths for this

@@ -519,42 +519,53 @@ fn nothing_generated_is_an_error() {
 /// hook relies on: the rewrite fails naming the file and the path.
 #[test]
 fn output_lacking_expected_paths_fails_naming_the_file() {
-    type Edit = fn(&str) -> String;
-    let cases: &[(&str, fn(Builder) -> Builder, Edit, &str)] = &[
-        (
-            "server Grpc renamed",
-            |b| b,
-            |t| t.replace("tonic::server::Grpc::new(", "tonic::server::GrpcV2::new("),
-            "tonic::server::Grpc",
-        ),
-        (
-            "client Grpc renamed",
-            |b| b.build_server(false),
-            |t| {
+    struct Case {
+        name: &'static str,
+        configure: fn(Builder) -> Builder,
+        edit: fn(&str) -> String,
+        expected: &'static str,
+    }
+    let cases = [
+        Case {
+            name: "server Grpc renamed",
+            configure: |b| b,
+            edit: |t| t.replace("tonic::server::Grpc::new(", "tonic::server::GrpcV2::new("),
+            expected: "tonic::server::Grpc",
+        },
+        Case {
+            name: "client Grpc renamed",
+            configure: |b| b.build_server(false),
+            edit: |t| {
                 t.replace("tonic::client::Grpc<", "tonic::client::Channel<")
                     .replace("tonic::client::Grpc::", "tonic::client::Channel::")
             },
-            "tonic::client::Grpc",
-        ),
-        (
-            "Streaming renamed",
-            |b| b.build_client(false),
-            |t| t.replace("tonic::Streaming<", "tonic::RequestStream<"),
-            "tonic::Streaming",
-        ),
-        (
-            "codec built another way",
-            |b| b.build_client(false),
-            |t| {
+            expected: "tonic::client::Grpc",
+        },
+        Case {
+            name: "Streaming renamed",
+            configure: |b| b.build_client(false),
+            edit: |t| t.replace("tonic::Streaming<", "tonic::RequestStream<"),
+            expected: "tonic::Streaming",
+        },
+        Case {
+            name: "codec built another way",
+            configure: |b| b.build_client(false),
+            edit: |t| {
                 t.replace(
                     "let codec = tonic_prost::ProstCodec::default();",
                     "let codec = self.codec.clone();",
                 )
             },
-            "tonic_prost::ProstCodec",
-        ),
+            expected: "tonic_prost::ProstCodec",
+        },
     ];
-    for (name, configure, edit, expected_path) in cases {
+    for Case {
+        name,
+        configure,
+        edit,
+        expected: expected_path,
+    } in cases
+    {
         let generated = generate(configure);
         let file = generated.root.join("generated").join("beta.rs");
         let text = fs::read_to_string(&file).unwrap();
@@ -572,7 +583,7 @@ fn output_lacking_expected_paths_fails_naming_the_file() {
                 error: SourceError::MissingPattern { expected },
             } => {
                 assert_eq!(path, &file, "{name}");
-                assert_eq!(expected, expected_path, "{name}");
+                assert_eq!(*expected, expected_path, "{name}");
             }
             other => panic!("{name}: unexpected {other}"),
         }
