@@ -32,8 +32,12 @@
 //! # }
 //! ```
 //!
-//! With `out_dir(dir)` on the builder, call [`rewrite_dir`]`(dir)` instead.
-//! Setting `codec_path` is not needed; the stock codec is rewritten too.
+//! With `out_dir(dir)` on the builder, call [`rewrite_dir`]`(dir)` instead
+//! (and give it only the directory of the output to rewrite: every `.rs` file
+//! below it is rewritten). Setting `codec_path` is not needed; the stock codec
+//! is rewritten too. The rewritten code names `::grpc_stream_codec::tonic`, so
+//! the crate that includes it depends on `grpc-stream-codec` with the `tonic`
+//! feature.
 //!
 //! What is rewritten, in code only (comments and string literals are left
 //! alone), with or without a leading `::` and whatever whitespace sits around
