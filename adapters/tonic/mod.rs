@@ -24,7 +24,11 @@
 //! What does not change: tonic's read buffer itself, which grows to the
 //! largest message received and keeps that size for the life of the stream,
 //! is outside any codec's reach.
+//!
+//! [`build`] (feature `tonic-build-hook`, std only) rewrites tonic-prost-build's
+//! output so generated servers and clients run on this crate's full framing.
 
+pub mod build;
 #[cfg(feature = "tonic")]
 mod codec;
 #[cfg(feature = "tonic")]
