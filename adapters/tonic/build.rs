@@ -61,9 +61,9 @@
 //! trait take `tonic::Request<grpc_stream_codec::tonic::Streaming<T>>`, and
 //! the client's streaming calls answer with this crate's `Streaming<T>`.
 //!
-//! `codec_path("grpc_stream_codec::tonic::ProstCodec")` is already right and
-//! stays. Any other `codec_path` fails the build: full framing needs this
-//! crate's codec.
+//! `codec_path("grpc_stream_codec::tonic::ProstCodec")` (or this crate's
+//! `ProstCodecWith`) is already right and stays. Any other `codec_path`
+//! fails the build: full framing needs this crate's codec.
 //!
 //! The rewrite is idempotent. It fails, naming the file, rather than leaving
 //! stock framing in place when a file holds a tonic-prost-build client or
@@ -139,6 +139,8 @@ const INTO_REQUEST: &[&str] = &["tonic", "IntoRequest"];
 const INTO_STREAMING_REQUEST: &[&str] = &["tonic", "IntoStreamingRequest"];
 /// The only codec full framing runs on.
 const OUR_CODEC: &[&str] = &["grpc_stream_codec", "tonic", "ProstCodec"];
+/// This crate's codec with buffer settings from a type; full framing runs it too.
+const OUR_CODEC_WITH: &[&str] = &["grpc_stream_codec", "tonic", "ProstCodecWith"];
 
 /// What a rewrite found and changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -429,6 +431,7 @@ fn check_codecs(text: &str, paths: &[rewrite::CodePath]) -> Result<(), SourceErr
             && p.segment(text, last) == Some("default")
             && !p.starts_with(text, stock)
             && !p.starts_with(text, OUR_CODEC)
+            && !p.starts_with(text, OUR_CODEC_WITH)
     });
     match foreign {
         Some(codec) => Err(SourceError::ForeignCodec {
@@ -626,15 +629,13 @@ pub mod echo_client {
                 codec: "::my::Codec".into()
             }
         );
-        // Our crate's other codec type is not the one full framing runs on.
+        // Our crate's codec with buffer settings from a type runs too.
         let with = CLIENT.replace(
             "tonic_prost::ProstCodec",
             "grpc_stream_codec::tonic::ProstCodecWith",
         );
-        assert!(matches!(
-            rewrite_source(&with),
-            Err(SourceError::ForeignCodec { .. })
-        ));
+        let out = rewrite_source(&with).unwrap();
+        assert!(out.text.contains("grpc_stream_codec::tonic::ProstCodecWith::default()"));
     }
 
     #[test]
