@@ -8,6 +8,13 @@ Conventions shared with the Rust example servers:
   responses and then fail with ABORTED, message "failed after K messages"
   and trailing metadata `x-fail-detail: K`;
 - request metadata `x-response-encoding: gzip|deflate` compresses responses.
+
+Only here (for clients' trailers-only cases: C-core answers a call that
+sends no message with the status in the response headers):
+- `x-fail-after: 0` also fails Unary and ClientStream that way, before their
+  one response;
+- request metadata `x-response-count: N` makes ServerStream send exactly N
+  responses, 0 included (the proto's `response_count` 0 means 1).
 """
 
 import argparse
@@ -51,6 +58,10 @@ def main():
         value = metadata(context).get("x-fail-after")
         return int(value) if value is not None else None
 
+    def response_count(request, context):
+        value = metadata(context).get("x-response-count")
+        return int(value) if value is not None else request.response_count or 1
+
     def fail(context, k):
         context.set_trailing_metadata((("x-fail-detail", str(k)),))
         context.abort(grpc.StatusCode.ABORTED, f"failed after {k} messages")
@@ -58,12 +69,14 @@ def main():
     class Echo(echo_pb2_grpc.EchoServicer):
         def Unary(self, request, context):
             apply_response_encoding(context)
+            if fail_after(context) == 0:
+                fail(context, 0)
             return echo_pb2.EchoResponse(payload=request.payload)
 
         def ServerStream(self, request, context):
             apply_response_encoding(context)
             limit = fail_after(context)
-            count = request.response_count or 1
+            count = response_count(request, context)
             for seq in range(count):
                 if limit is not None and seq == limit:
                     fail(context, limit)
@@ -79,6 +92,8 @@ def main():
             for request in request_iterator:
                 total += len(request.payload)
                 count += 1
+            if fail_after(context) == 0:
+                fail(context, 0)
             return echo_pb2.EchoResponse(total_bytes=total, count=count)
 
         def Bidi(self, request_iterator, context):

@@ -6,9 +6,10 @@
 #     grpcio Echo server;
 # all four RPC kinds, uncompressed / gzip / deflate, payloads 0 B, 256 B,
 # 1 MiB and 4 MiB - 5 B (an EchoRequest of exactly 4 MiB), 1,000-message
-# streams, over-limit refusals on both sides, and a server error after k
-# messages. Prints a matrix (implementation x RPC kind x compression) and
-# exits non-zero if any case failed.
+# streams, over-limit refusals on both sides, a server error after k
+# messages, and trailers-only answers to our clients (empty streams, errors
+# before the first message). Prints a matrix (implementation x RPC kind x
+# compression) and exits non-zero if any case failed.
 #
 # Usage: interop/run.sh [--release]   (needs python3 with pip, and cargo)
 set -euo pipefail
@@ -134,7 +135,32 @@ for client in tonic tonic-full volo; do
         --rpc server --size $((AT_LIMIT + 1)) --count 1 --expect-code RESOURCE_EXHAUSTED
     run_client "$label" none 64 server_stream_error_after_k "${cli[@]}" \
         --rpc server --size 64 --count 10 --metadata x-fail-after=3 --expect-code ABORTED
+    # Trailers-only: C-core puts the status in the response headers when a
+    # call has sent no message. Empty streams must end OK with 0 messages,
+    # an error before the first message must be that error.
+    for compression in none gzip deflate; do
+        ask=(--compression "$compression" --metadata "x-response-encoding=$compression")
+        run_client "$label" "$compression" 0 bidi_empty "${cli[@]}" "${ask[@]}" \
+            --rpc bidi --count 0
+        empty_server=("${cli[@]}" "${ask[@]}" --rpc server --count 0 --metadata x-response-count=0)
+        run_client "$label" "$compression" 0 server_stream_empty "${empty_server[@]}" \
+            --expect-responses 0
+        for rpc in unary server client bidi; do
+            run_client "$label" "$compression" 64 "${rpc}_trailers_only_error" "${cli[@]}" \
+                "${ask[@]}" --rpc "$rpc" --size 64 --count 2 --metadata x-fail-after=0 \
+                --expect-code ABORTED
+        done
+    done
 done
+
+echo "== the volo adapter client's trailers-only tests against grpcio (cargo test)"
+if (cd "$root" && cargo test "${build_flags[@]}" --workspace --all-features \
+    --test grpcio_trailers_only -- --ignored) >"$work/cargo-grpcio.log" 2>&1; then
+    grep -E "^test result" "$work/cargo-grpcio.log"
+else
+    failed=1
+    cat "$work/cargo-grpcio.log" >&2
+fi
 
 echo "== matrix"
 python3 "$root/interop/matrix.py" "$results"

@@ -19,6 +19,10 @@ pub mod encode;
 pub mod envelope;
 pub mod status;
 
+// The code-only path rewriter both build hooks share.
+#[cfg(any(feature = "volo-build-hook", feature = "tonic-build-hook"))]
+mod rewrite;
+
 #[cfg(any(feature = "tonic", feature = "tonic-build-hook"))]
 #[path = "../adapters/tonic/mod.rs"]
 pub mod tonic;

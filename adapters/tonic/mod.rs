@@ -24,9 +24,13 @@
 //! What does not change: tonic's read buffer itself, which grows to the
 //! largest message received and keeps that size for the life of the stream,
 //! is outside any codec's reach.
+//!
+//! [`build`] (feature `tonic-build-hook`, std only) rewrites tonic-prost-build's
+//! output so generated servers and clients run on this crate's full framing.
 
 #[cfg(feature = "tonic")]
 mod body;
+pub mod build;
 #[cfg(feature = "tonic")]
 pub mod client;
 #[cfg(feature = "tonic")]

@@ -43,10 +43,24 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-const STOCK_ENCODE: &[&str] = &["volo_grpc", "codec", "encode", "encode"];
-const STOCK_RECV_STREAM: &[&str] = &["volo_grpc", "RecvStream"];
-const ADAPTER_ENCODE: &[&str] = &["grpc_stream_codec", "volo", "encode"];
-const ADAPTER_RECV_STREAM: &[&str] = &["grpc_stream_codec", "volo", "RecvStream"];
+use crate::rewrite::{self, Rule};
+
+const ENCODE: usize = 0;
+const RECV_STREAM: usize = 1;
+/// The table, indexed by the constants above. volo-build writes every path
+/// with a leading `::`, so only those are matched.
+const RULES: &[Rule] = &[
+    Rule {
+        stock: &["volo_grpc", "codec", "encode", "encode"],
+        target: "::grpc_stream_codec::volo::encode",
+        global_only: true,
+    },
+    Rule {
+        stock: &["volo_grpc", "RecvStream"],
+        target: "::grpc_stream_codec::volo::RecvStream",
+        global_only: true,
+    },
+];
 const SEND_ENTRY: &[&str] = &["volo_grpc", "SendEntryMessage"];
 const RECV_ENTRY: &[&str] = &["volo_grpc", "RecvEntryMessage"];
 
@@ -141,10 +155,8 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 /// stay as volo-build left them.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
     let dir = dir.as_ref();
-    let mut files = Vec::new();
-    collect_rs_files(dir, &mut files)?;
-    // A stable order keeps error messages reproducible across runs.
-    files.sort();
+    let files =
+        rewrite::rs_files(dir).map_err(|(path, source)| RewriteError::Io { path, source })?;
 
     let mut report = RewriteReport::default();
     for path in files {
@@ -178,24 +190,6 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
     Ok(report)
 }
 
-fn collect_rs_files(dir: &Path, out: &mut Vec<PathBuf>) -> Result<(), RewriteError> {
-    let io_err = |source| RewriteError::Io {
-        path: dir.to_path_buf(),
-        source,
-    };
-    for entry in fs::read_dir(dir).map_err(io_err)? {
-        let entry = entry.map_err(io_err)?;
-        let path = entry.path();
-        let kind = entry.file_type().map_err(io_err)?;
-        if kind.is_dir() {
-            collect_rs_files(&path, out)?;
-        } else if kind.is_file() && path.extension().is_some_and(|ext| ext == "rs") {
-            out.push(path);
-        }
-    }
-    Ok(())
-}
-
 /// One file's text after the rewrite.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RewrittenSource {
@@ -223,68 +217,22 @@ pub struct RewrittenSource {
 /// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
 /// ```
 pub fn rewrite_source(text: &str) -> Result<RewrittenSource, &'static str> {
-    let mut out = String::with_capacity(text.len() + 256);
-    let mut has_send = false;
-    let mut has_recv = false;
-    let mut encode_paths = 0;
-    let mut recv_stream_paths = 0;
-    let mut new_calls = 0;
-
-    let bytes = text.as_bytes();
-    let mut copied = 0;
-    let mut i = 0;
-    while i < bytes.len() {
-        if let Some(end) = skip_non_code(text, i) {
-            i = end;
-            continue;
-        }
-        if bytes[i] == b':' && path_may_start(bytes, i) {
-            if let Some(end) = match_path(bytes, i, STOCK_ENCODE) {
-                out.push_str(&text[copied..i]);
-                out.push_str("::grpc_stream_codec::volo::encode");
-                copied = end;
-                i = end;
-                encode_paths += 1;
-                continue;
-            }
-            if let Some(end) = match_path(bytes, i, STOCK_RECV_STREAM) {
-                out.push_str(&text[copied..i]);
-                out.push_str("::grpc_stream_codec::volo::RecvStream");
-                copied = end;
-                i = end;
-                recv_stream_paths += 1;
-                if followed_by_new(bytes, end) {
-                    new_calls += 1;
-                }
-                continue;
-            }
-            if let Some(end) = match_path(bytes, i, ADAPTER_ENCODE) {
-                encode_paths += 1;
-                i = end;
-                continue;
-            }
-            if let Some(end) = match_path(bytes, i, ADAPTER_RECV_STREAM) {
-                recv_stream_paths += 1;
-                if followed_by_new(bytes, end) {
-                    new_calls += 1;
-                }
-                i = end;
-                continue;
-            }
-            if let Some(end) = match_path(bytes, i, SEND_ENTRY) {
-                has_send |= preceded_by_impl(bytes, i);
-                i = end;
-                continue;
-            }
-            if let Some(end) = match_path(bytes, i, RECV_ENTRY) {
-                has_recv |= preceded_by_impl(bytes, i);
-                i = end;
-                continue;
-            }
-        }
-        i += 1;
-    }
-    out.push_str(&text[copied..]);
+    let rewritten = rewrite::rewrite(text, RULES);
+    let count = |rule| rewritten.hits.iter().filter(|h| h.rule == rule).count();
+    let encode_paths = count(ENCODE);
+    let recv_stream_paths = count(RECV_STREAM);
+    let new_calls = rewritten
+        .hits
+        .iter()
+        .filter(|h| h.rule == RECV_STREAM && h.next_segment(text) == Some("new"))
+        .count();
+    let implements = |trait_path| {
+        rewrite::code_paths(text).iter().any(|p| {
+            p.global && p.starts_with(text, trait_path) && rewrite::preceded_by_impl(text, p.start)
+        })
+    };
+    let has_send = implements(SEND_ENTRY);
+    let has_recv = implements(RECV_ENTRY);
 
     if has_send && encode_paths == 0 {
         return Err("::volo_grpc::codec::encode::encode");
@@ -293,145 +241,11 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, &'static str> {
         return Err("::volo_grpc::RecvStream::new");
     }
     Ok(RewrittenSource {
-        text: out,
+        text: rewritten.text,
         has_entry_impls: has_send || has_recv,
         encode_paths,
         recv_stream_paths,
     })
-}
-
-fn is_ident_byte(b: u8) -> bool {
-    b.is_ascii_alphanumeric() || b == b'_'
-}
-
-fn skip_ws(bytes: &[u8], mut i: usize) -> usize {
-    while i < bytes.len() && bytes[i].is_ascii_whitespace() {
-        i += 1;
-    }
-    i
-}
-
-/// A leading `::` only starts a global path when it does not continue a
-/// longer path such as `foo::volo_grpc::...` (rustfmt never spaces a path, so
-/// `impl ::volo_grpc::X` with a space is a start).
-fn path_may_start(bytes: &[u8], i: usize) -> bool {
-    i == 0 || !(is_ident_byte(bytes[i - 1]) || bytes[i - 1] == b':')
-}
-
-/// Matches `:: seg (:: seg)*` at `i`, whitespace allowed around `::`, and
-/// returns the end of the last segment, which must end the identifier.
-fn match_path(bytes: &[u8], mut i: usize, segments: &[&str]) -> Option<usize> {
-    for segment in segments {
-        i = skip_ws(bytes, i);
-        if !bytes[i..].starts_with(b"::") {
-            return None;
-        }
-        i = skip_ws(bytes, i + 2);
-        if !bytes[i..].starts_with(segment.as_bytes()) {
-            return None;
-        }
-        i += segment.len();
-        if i < bytes.len() && is_ident_byte(bytes[i]) {
-            return None;
-        }
-    }
-    Some(i)
-}
-
-fn followed_by_new(bytes: &[u8], end: usize) -> bool {
-    let i = skip_ws(bytes, end);
-    if !bytes[i..].starts_with(b"::") {
-        return false;
-    }
-    let i = skip_ws(bytes, i + 2);
-    bytes[i..].starts_with(b"new") && !bytes.get(i + 3).copied().is_some_and(is_ident_byte)
-}
-
-fn preceded_by_impl(bytes: &[u8], i: usize) -> bool {
-    let mut j = i;
-    while j > 0 && bytes[j - 1].is_ascii_whitespace() {
-        j -= 1;
-    }
-    // `impl ::x::Trait for`, also `impl<..> ::x::Trait for`.
-    let head = &bytes[..j];
-    head.ends_with(b"impl") || head.ends_with(b">")
-}
-
-/// If a comment, string or char literal starts at `i`, returns its end.
-fn skip_non_code(text: &str, i: usize) -> Option<usize> {
-    let bytes = text.as_bytes();
-    let rest = &bytes[i..];
-    if rest.starts_with(b"//") {
-        let end = rest
-            .iter()
-            .position(|&b| b == b'\n')
-            .map_or(bytes.len(), |p| i + p);
-        return Some(end);
-    }
-    if rest.starts_with(b"/*") {
-        // Rust block comments nest.
-        let mut depth = 0usize;
-        let mut j = i;
-        while j < bytes.len() {
-            if bytes[j..].starts_with(b"/*") {
-                depth += 1;
-                j += 2;
-            } else if bytes[j..].starts_with(b"*/") {
-                depth -= 1;
-                j += 2;
-                if depth == 0 {
-                    return Some(j);
-                }
-            } else {
-                j += 1;
-            }
-        }
-        return Some(bytes.len());
-    }
-    let prev_is_ident = i > 0 && is_ident_byte(bytes[i - 1]);
-    if !prev_is_ident
-        && (rest.starts_with(b"r\"") || rest.starts_with(b"r#") || rest.starts_with(b"br"))
-    {
-        let start = if rest[0] == b'b' { i + 2 } else { i + 1 };
-        let hashes = bytes[start..].iter().take_while(|&&b| b == b'#').count();
-        if bytes.get(start + hashes) == Some(&b'"') {
-            let mut closing = Vec::with_capacity(hashes + 1);
-            closing.push(b'"');
-            closing.extend(std::iter::repeat_n(b'#', hashes));
-            let body = start + hashes + 1;
-            let end = bytes[body..]
-                .windows(closing.len())
-                .position(|w| w == closing.as_slice())
-                .map_or(bytes.len(), |p| body + p + closing.len());
-            return Some(end);
-        }
-    }
-    if rest[0] == b'"' {
-        let mut j = i + 1;
-        while j < bytes.len() {
-            match bytes[j] {
-                b'\\' => j += 2,
-                b'"' => return Some(j + 1),
-                _ => j += 1,
-            }
-        }
-        return Some(bytes.len());
-    }
-    if rest[0] == b'\'' {
-        // A char literal ('x', '\n', '\u{..}'), not a lifetime ('static).
-        if rest.get(1) == Some(&b'\\') {
-            let end = rest[2..]
-                .iter()
-                .position(|&b| b == b'\'')
-                .map_or(bytes.len(), |p| i + 2 + p + 1);
-            return Some(end);
-        }
-        let ch_len = text[i + 1..].chars().next().map_or(1, char::len_utf8);
-        if rest.get(1 + ch_len) == Some(&b'\'') {
-            return Some(i + 2 + ch_len);
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -11,10 +11,23 @@
 //! and tells the adapter's [`encode`](super::encode) and
 //! [`RecvStream`](super::RecvStream), created by the transport while the
 //! layer polls it, what to compress with and, once the response headers are
-//! in, what the response was compressed with.
+//! in, what the response was compressed with and, for a trailers-only
+//! response, its status.
 //!
 //! That hand-over goes through a thread-local set only while the layer polls
 //! the transport, so it reaches exactly the codec calls of this one RPC.
+//!
+//! # Trailers-only responses
+//!
+//! gRPC C-core (grpcio) and grpc-go answer a call that produced no messages
+//! with the status in the response HEADERS and no body. volo-grpc's
+//! transport reads those headers, returns a non-`OK` status itself, and for
+//! `OK` hands the codec only the (empty) body and the HTTP status: without
+//! the headers the adapter would see a response with no `grpc-status`. The
+//! headers reach the layer with the response, before anyone reads the
+//! stream, so the layer passes them on through the same slot as the
+//! encoding. A response stream made outside the layer cannot tell the two
+//! apart and fails, naming the layer, when its body ends without trailers.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -32,6 +45,7 @@ use volo_grpc::{Request, Response};
 
 use super::compression::{compression_from_volo, encoding_from_volo};
 use crate::compression::{Compression, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
+use crate::status::GRPC_STATUS;
 
 /// A volo-grpc client layer that compresses requests and accepts compressed
 /// responses under gRPC's names (`deflate`, not volo-grpc's `zlib`), so an
@@ -49,6 +63,26 @@ use crate::compression::{Compression, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_EN
 /// // EchoClientBuilder::new("echo").address(addr).layer_inner(layer).build()
 /// # let _ = layer;
 /// ```
+///
+/// It also carries a *trailers-only* response's status (grpcio and grpc-go
+/// answer a call with no messages that way) to the adapter's response
+/// stream, which volo-grpc's transport gives only the body. Every adapter
+/// client should have the layer, so a client that compresses nothing adds
+/// `ClientCompressionLayer::default()`:
+///
+/// ```no_run
+/// use grpc_stream_codec::volo::ClientCompressionLayer;
+///
+/// let layer = ClientCompressionLayer::default();
+/// // EchoClientBuilder::new("echo").address(addr).layer_inner(layer).build()
+/// # let _ = layer;
+/// ```
+///
+/// Without it, an empty stream answered trailers-only fails with `internal`
+/// and a message naming this layer (never a silent `OK`: a response with no
+/// `grpc-status` at all stays an error with the layer too). Put it with
+/// `layer_inner`, or anywhere the transport's call is polled in the same
+/// task (a layer between them that spawns the call hides it).
 ///
 /// It only works with clients generated through the adapter's build hook
 /// (the stock codec does not know about it). If the builder also sets
@@ -135,40 +169,48 @@ where
         // Every response gets the slot, whatever this client accepts: some
         // servers (grpcio) compress responses the client never listed, and
         // any encoding this build supports can be read.
-        let response_encoding = ResponseEncoding::default();
+        let response_headers = ResponseHeaders::default();
         let scope = CallScope {
             send: self.config.send,
-            response: Some(response_encoding.clone()),
+            response: Some(response_headers.clone()),
         };
         let response = InScope {
             scope: Some(scope),
             inner: self.inner.call(cx, req),
         }
         .await?;
-        response_encoding.set(response.metadata().headers().get(GRPC_ENCODING).cloned());
+        response_headers.set(response.metadata().headers());
         Ok(response)
     }
 }
 
-/// The `grpc-encoding` of a response, filled in by the layer once the
-/// transport has returned it, read by the response's `RecvStream` on its
+/// The response headers a decoder needs, filled in by the layer once the
+/// transport has returned them, read by the response's `RecvStream` on its
 /// first poll (which comes after).
 #[derive(Clone, Debug, Default)]
-pub(super) struct ResponseEncoding(Arc<OnceLock<Option<HeaderValue>>>);
+pub(super) struct ResponseHeaders(Arc<OnceLock<HeaderMap>>);
 
-impl ResponseEncoding {
-    fn set(&self, value: Option<HeaderValue>) {
-        let _ = self.0.set(value);
+impl ResponseHeaders {
+    /// Keeps what the decoder needs of `headers`: all of them for a
+    /// trailers-only response (its status and metadata are the call's
+    /// outcome), otherwise only `grpc-encoding`.
+    fn set(&self, headers: &HeaderMap) {
+        let kept = if headers.contains_key(GRPC_STATUS) {
+            headers.clone()
+        } else {
+            let mut kept = HeaderMap::new();
+            if let Some(value) = headers.get(GRPC_ENCODING) {
+                kept.insert(GRPC_ENCODING, value.clone());
+            }
+            kept
+        };
+        let _ = self.0.set(kept);
     }
 
-    /// The response headers that matter to the decoder: `grpc-encoding`,
-    /// if the response had one.
+    /// The response headers that matter to the decoder (see `set`); empty
+    /// if the layer has not filled them in.
     pub(super) fn headers(&self) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        if let Some(Some(value)) = self.0.get() {
-            headers.insert(GRPC_ENCODING, value.clone());
-        }
-        headers
+        self.0.get().cloned().unwrap_or_default()
     }
 }
 
@@ -176,7 +218,7 @@ impl ResponseEncoding {
 #[derive(Clone, Debug)]
 struct CallScope {
     send: Option<Compression>,
-    response: Option<ResponseEncoding>,
+    response: Option<ResponseHeaders>,
 }
 
 thread_local! {
@@ -192,7 +234,7 @@ pub(super) fn scoped_send() -> Option<Compression> {
 /// Where the enclosing [`ClientCompressionLayer`] will put the response's
 /// `grpc-encoding`, if the code runs inside one's call and it accepts
 /// compressed responses.
-pub(super) fn scoped_response_encoding() -> Option<ResponseEncoding> {
+pub(super) fn scoped_response_headers() -> Option<ResponseHeaders> {
     SCOPE.with(|scope| {
         scope
             .borrow()
@@ -244,7 +286,7 @@ impl Drop for Installed<'_> {
 #[cfg(test)]
 pub(super) fn in_call_scope<F: Future>(
     send: Option<Compression>,
-    response: Option<ResponseEncoding>,
+    response: Option<ResponseHeaders>,
     inner: F,
 ) -> impl Future<Output = F::Output> {
     InScope {
@@ -254,9 +296,18 @@ pub(super) fn in_call_scope<F: Future>(
 }
 
 #[cfg(test)]
-impl ResponseEncoding {
+impl ResponseHeaders {
+    /// Fills the slot as the layer does for a response with `grpc-encoding:
+    /// value`.
     pub(super) fn fill(&self, value: &'static str) {
-        self.set(Some(HeaderValue::from_static(value)));
+        let mut headers = HeaderMap::new();
+        headers.insert(GRPC_ENCODING, HeaderValue::from_static(value));
+        self.set(&headers);
+    }
+
+    /// Fills the slot as the layer does for a response with these headers.
+    pub(super) fn fill_headers(&self, headers: &HeaderMap) {
+        self.set(headers);
     }
 }
 
@@ -303,7 +354,7 @@ mod tests {
         };
         let inner = CallScope {
             send: Some(Compression::new(CompressionEncoding::Deflate)),
-            response: Some(ResponseEncoding::default()),
+            response: Some(ResponseHeaders::default()),
         };
         let seen = futures_util::FutureExt::now_or_never(InScope {
             scope: Some(outer),
@@ -314,7 +365,7 @@ mod tests {
                     inner: async {
                         (
                             scoped_send().map(|c| c.encoding),
-                            scoped_response_encoding().is_some(),
+                            scoped_response_headers().is_some(),
                         )
                     },
                 }
@@ -332,6 +383,6 @@ mod tests {
             ))
         );
         assert_eq!(scoped_send(), None);
-        assert!(scoped_response_encoding().is_none());
+        assert!(scoped_response_headers().is_none());
     }
 }

@@ -41,10 +41,18 @@
 //! 3. Handlers of client-streaming and bidi methods now take
 //!    `volo_grpc::Request<grpc_stream_codec::volo::RecvStream<T>>` (it is a
 //!    `Stream<Item = Result<T, volo_grpc::Status>>` with `message()` and
-//!    `trailers()`, like volo-grpc's). Nothing else in the service or the
-//!    client changes.
+//!    `trailers()`, like volo-grpc's). Nothing else in the service changes.
 //!
-//! 4. Optionally, [`set_default_limits`] at start-up changes the receive
+//! 4. Clients add one layer,
+//!    `.layer_inner(grpc_stream_codec::volo::ClientCompressionLayer::default())`
+//!    (or [`ClientCompressionLayer::new`] with compressions, see below). It
+//!    carries a *trailers-only* response's status (grpcio and grpc-go send
+//!    the status in the headers of a call with no messages) to the
+//!    adapter's stream, which volo-grpc gives only the body. Without it an
+//!    empty stream from those servers fails with `internal` and a message
+//!    naming the layer; every other call works as before.
+//!
+//! 5. Optionally, [`set_default_limits`] at start-up changes the receive
 //!    limit (and sets a send limit) for every stream.
 //!
 //! The rewrite fails the build, naming the file, if volo-build's output does
@@ -83,6 +91,8 @@ mod limits;
 mod recv;
 #[cfg(feature = "volo")]
 mod status;
+#[cfg(feature = "volo")]
+mod trailers_only;
 
 #[cfg(feature = "volo")]
 pub use client_compression::{ClientCompressionLayer, ClientCompressionService};

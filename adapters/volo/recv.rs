@@ -15,9 +15,10 @@ use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
-use super::client_compression::{ResponseEncoding, scoped_response_encoding};
+use super::client_compression::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::default_limits;
+use super::trailers_only::WithoutLayer;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
@@ -97,15 +98,17 @@ pub struct RecvStream<T> {
 enum Inner<T> {
     Ready(Streaming<PilotaDecoder<T>>),
     /// A response created inside a [`ClientCompressionLayer`] call: volo-grpc
-    /// built this stream before the layer could see the response's
-    /// `grpc-encoding`, so the decoder is made on the first read, by which
-    /// time the layer has filled it in.
+    /// built this stream before the layer could see the response's headers
+    /// (`grpc-encoding`, and a trailers-only response's status), so the
+    /// decoder is made on the first read, by which time the layer has filled
+    /// them in. `encoding` is volo-grpc's own, which wins if it has one.
     ///
     /// [`ClientCompressionLayer`]: super::ClientCompressionLayer
-    AwaitingEncoding {
+    AwaitingHeaders {
         status: http::StatusCode,
         body: BoxBody,
-        encoding: ResponseEncoding,
+        headers: ResponseHeaders,
+        encoding: Option<CompressionEncoding>,
     },
     /// Only while moving from the state above to `Ready`.
     Moving,
@@ -127,13 +130,12 @@ impl<T: Message + Default> RecvStream<T> {
                 true,
             ),
             Kind::Response(status) => {
-                if compression_encoding.is_none()
-                    && let Some(encoding) = scoped_response_encoding()
-                {
+                if let Some(headers) = scoped_response_headers() {
                     return RecvStream {
-                        inner: Inner::AwaitingEncoding {
+                        inner: Inner::AwaitingHeaders {
                             status,
                             body,
+                            headers,
                             encoding,
                         },
                         limits,
@@ -142,7 +144,7 @@ impl<T: Message + Default> RecvStream<T> {
                     };
                 }
                 let headers = encoding_headers(encoding);
-                let body = VoloBody { inner: body };
+                let body = WithoutLayer::new(VoloBody { inner: body });
                 (
                     Streaming::new_response(status, &headers, body, decoder),
                     false,
@@ -168,18 +170,23 @@ impl<T: Message + Default> RecvStream<T> {
     }
 
     /// The decoding stream, made now if it waited for the response's
-    /// encoding.
+    /// headers.
     fn streaming(&mut self) -> &mut Streaming<PilotaDecoder<T>> {
-        if let Inner::AwaitingEncoding { .. } = self.inner
-            && let Inner::AwaitingEncoding {
+        if let Inner::AwaitingHeaders { .. } = self.inner
+            && let Inner::AwaitingHeaders {
                 status,
                 body,
+                headers,
                 encoding,
             } = std::mem::replace(&mut self.inner, Inner::Moving)
         {
+            let mut headers = headers.headers();
+            if let Some(encoding) = encoding {
+                headers.insert(GRPC_ENCODING, encoding.header_value());
+            }
             let streaming = Streaming::new_response(
                 status,
-                &encoding.headers(),
+                &headers,
                 VoloBody { inner: body },
                 PilotaDecoder::new(),
             );
@@ -188,7 +195,7 @@ impl<T: Message + Default> RecvStream<T> {
         match &mut self.inner {
             Inner::Ready(streaming) => streaming,
             // `Moving` never outlives the block above.
-            Inner::AwaitingEncoding { .. } | Inner::Moving => {
+            Inner::AwaitingHeaders { .. } | Inner::Moving => {
                 unreachable!("the stream was made above")
             }
         }
@@ -253,7 +260,7 @@ impl<T> fmt::Debug for RecvStream<T> {
                 "inner",
                 match &self.inner {
                     Inner::Ready(streaming) => streaming as &dyn fmt::Debug,
-                    Inner::AwaitingEncoding { .. } => &"awaiting the response's grpc-encoding",
+                    Inner::AwaitingHeaders { .. } => &"awaiting the response's headers",
                     Inner::Moving => &"moving",
                 },
             )

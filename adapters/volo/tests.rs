@@ -352,7 +352,7 @@ async fn encode_inside_a_client_compression_call_uses_its_compression() {
 #[tokio::test]
 async fn a_response_stream_waits_for_the_layer_to_name_its_encoding() {
     for name in ["deflate", "zlib"] {
-        let slot = super::client_compression::ResponseEncoding::default();
+        let slot = super::client_compression::ResponseHeaders::default();
         let mut stream =
             super::client_compression::in_call_scope(None, Some(slot.clone()), async {
                 RecvStream::<Blob>::new(
@@ -387,7 +387,7 @@ async fn a_response_stream_waits_for_the_layer_to_name_its_encoding() {
 /// `unimplemented`, and the receive limit set before the first read holds.
 #[tokio::test]
 async fn a_waiting_response_stream_keeps_limits_and_refuses_unknown_encodings() {
-    let slot = super::client_compression::ResponseEncoding::default();
+    let slot = super::client_compression::ResponseHeaders::default();
     let mut stream = super::client_compression::in_call_scope(None, Some(slot.clone()), async {
         RecvStream::<Blob>::new(
             body(vec![deflated(&blob(3000, 4))], None),
@@ -402,7 +402,7 @@ async fn a_waiting_response_stream_keeps_limits_and_refuses_unknown_encodings() 
         volo_grpc::Code::Unimplemented
     );
 
-    let slot = super::client_compression::ResponseEncoding::default();
+    let slot = super::client_compression::ResponseHeaders::default();
     let mut stream = super::client_compression::in_call_scope(None, Some(slot.clone()), async {
         RecvStream::<Blob>::new(
             body(vec![wire(&[blob(2000, 1)])], None),
@@ -417,4 +417,129 @@ async fn a_waiting_response_stream_keeps_limits_and_refuses_unknown_encodings() 
         stream.message().await.unwrap_err().code(),
         volo_grpc::Code::ResourceExhausted
     );
+}
+
+/// A response stream made inside a `ClientCompressionLayer` call over
+/// `body`, whose response headers the layer then reports as `headers`.
+async fn layered_response(
+    body: volo_grpc::body::BoxBody,
+    volo_encoding: Option<VoloEncoding>,
+    headers: &http::HeaderMap,
+) -> RecvStream<Blob> {
+    let slot = super::client_compression::ResponseHeaders::default();
+    let stream = super::client_compression::in_call_scope(None, Some(slot.clone()), async {
+        RecvStream::<Blob>::new(body, Kind::Response(http::StatusCode::OK), volo_encoding)
+    })
+    .await;
+    slot.fill_headers(headers);
+    stream
+}
+
+fn headers(pairs: &[(&'static str, &'static str)]) -> http::HeaderMap {
+    pairs
+        .iter()
+        .map(|(name, value)| {
+            (
+                http::HeaderName::from_static(name),
+                http::HeaderValue::from_static(value),
+            )
+        })
+        .collect()
+}
+
+/// grpcio's answer to a call with no messages: `grpc-status: 0` in the
+/// headers, no body, no trailers. Through the layer that is a clean end,
+/// with or without volo-grpc's own compression, and the headers are the
+/// stream's trailers.
+#[tokio::test]
+async fn a_trailers_only_ok_through_the_layer_is_an_empty_stream() {
+    let trailers_only = headers(&[
+        ("content-type", "application/grpc"),
+        ("grpc-status", "0"),
+        ("x-extra", "yes"),
+    ]);
+    for volo_encoding in [None, Some(VoloEncoding::Gzip(Some(GzipConfig::default())))] {
+        let mut stream = layered_response(body(vec![], None), volo_encoding, &trailers_only).await;
+        assert_eq!(stream.message().await.unwrap(), None, "{volo_encoding:?}");
+        let trailers = stream.trailers().await.unwrap().unwrap();
+        assert_eq!(trailers.get("x-extra").unwrap(), "yes");
+    }
+}
+
+/// A trailers-only error handed to the stream (volo-grpc's transport
+/// returns those itself, but a stream that gets one must not lose any of
+/// it) is that status: code, message, details, metadata.
+#[tokio::test]
+async fn a_trailers_only_error_through_the_layer_is_that_status() {
+    let mut error = crate::Status::new(crate::Code::FailedPrecondition, "not now: 100%")
+        .with_details(Bytes::from_static(b"\x08\x09"));
+    error = error.with_metadata(headers(&[("x-extra", "yes")]));
+    let mut trailers_only = headers(&[("content-type", "application/grpc")]);
+    error.write_headers(&mut trailers_only);
+    let mut stream = layered_response(body(vec![], None), None, &trailers_only).await;
+    let status = stream.message().await.unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::FailedPrecondition);
+    assert_eq!(status.message(), "not now: 100%");
+    assert_eq!(status.details(), b"\x08\x09");
+    assert_eq!(status.metadata().get("x-extra").unwrap(), "yes");
+    assert!(stream.next().await.is_none(), "the stream ends after it");
+}
+
+/// The layer does not make a missing status `OK`: headers without
+/// `grpc-status` and a body without trailers stay an error.
+#[tokio::test]
+async fn no_grpc_status_anywhere_is_still_an_error_through_the_layer() {
+    let plain = headers(&[("content-type", "application/grpc")]);
+    for frames in [vec![], vec![wire(&[blob(3, 1)])]] {
+        let messages = frames.len();
+        let mut stream = layered_response(body(frames, None), None, &plain).await;
+        for _ in 0..messages {
+            assert_eq!(stream.message().await.unwrap(), Some(blob(3, 1)));
+        }
+        let status = stream.message().await.unwrap_err();
+        assert_eq!(status.code(), volo_grpc::Code::Internal);
+        assert_eq!(
+            status.message(),
+            "protocol error: response ended without a grpc-status"
+        );
+    }
+}
+
+/// Outside the layer a body that ends without trailers may have been a
+/// trailers-only response: the error names the layer. With trailers, the
+/// layer is not needed and nothing changes.
+#[tokio::test]
+async fn without_the_layer_a_body_without_trailers_names_the_layer() {
+    let mut stream = RecvStream::<Blob>::new(
+        body(vec![wire(&[blob(3, 1)])], None),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    assert_eq!(stream.message().await.unwrap(), Some(blob(3, 1)));
+    let status = stream.message().await.unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::Internal);
+    assert_eq!(status.message(), super::trailers_only::MISSING_LAYER);
+    assert!(
+        status.message().contains("ClientCompressionLayer"),
+        "{status:?}"
+    );
+    assert!(stream.next().await.is_none(), "the stream ends after it");
+
+    // Trailers without a grpc-status: the server's fault, said as before.
+    let mut stream = RecvStream::<Blob>::new(
+        body(vec![], Some(headers(&[("x-extra", "yes")]))),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    assert_eq!(
+        stream.message().await.unwrap_err().message(),
+        "protocol error: response ended without a grpc-status"
+    );
+
+    let mut stream = RecvStream::<Blob>::new(
+        body(vec![], Some(ok_trailers())),
+        Kind::Response(http::StatusCode::OK),
+        None,
+    );
+    assert_eq!(stream.message().await.unwrap(), None);
 }

@@ -41,36 +41,6 @@ fn main() -> io::Result<()> {
         .extern_path(".streamcodec.echo.v1", "crate::adapter")
         .out_dir(&full)
         .compile_fds(descriptors)?;
-    rewrite_full(&full.join("streamcodec.echo.v1.rs"))?;
+    grpc_stream_codec::tonic::build::rewrite_dir(&full).map_err(io::Error::other)?;
     Ok(())
-}
-
-// TEMPORARY until the build hook lands.
-fn rewrite_full(path: &std::path::Path) -> io::Result<()> {
-    let text = std::fs::read_to_string(path)?;
-    let text = text
-        .replace(
-            "tonic::server::Grpc::",
-            "::grpc_stream_codec::tonic::server::Grpc::",
-        )
-        .replace(
-            "tonic::server::ClientStreamingService",
-            "::grpc_stream_codec::tonic::server::ClientStreamingService",
-        )
-        .replace(
-            "tonic::server::StreamingService",
-            "::grpc_stream_codec::tonic::server::StreamingService",
-        )
-        .replace("tonic::codec::Streaming", "tonic::Streaming")
-        .replace("tonic::Streaming", "FULL_STREAMING")
-        .replace("FULL_STREAMING", "::grpc_stream_codec::tonic::Streaming")
-        .replace(
-            "tonic::client::Grpc<",
-            "::grpc_stream_codec::tonic::client::Grpc<",
-        )
-        .replace(
-            "tonic::client::Grpc::",
-            "::grpc_stream_codec::tonic::client::Grpc::",
-        );
-    std::fs::write(path, text)
 }

@@ -252,6 +252,18 @@ pub async fn check_server_stream(
     size: u32,
     count: u32,
 ) -> Result<(), Mismatch> {
+    check_server_stream_expecting(client, size, count, count.max(1)).await
+}
+
+/// ServerStream asking for `count` responses of `size` bytes, of which
+/// exactly `expected` must arrive, in order (a server may be told by
+/// metadata to send another number, e.g. grpcio's `x-response-count`).
+pub async fn check_server_stream_expecting(
+    client: &mut EchoClient,
+    size: u32,
+    count: u32,
+    expected: u32,
+) -> Result<(), Mismatch> {
     let mut responses = client
         .server_stream(EchoRequest {
             response_count: count,
@@ -259,7 +271,6 @@ pub async fn check_server_stream(
             ..EchoRequest::default()
         })
         .await?;
-    let expected = count.max(1);
     let mut received = 0u32;
     while let Some(response) = responses.next().await {
         let response = response?;

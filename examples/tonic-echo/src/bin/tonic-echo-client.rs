@@ -1,15 +1,17 @@
 //! `tonic-echo-client --addr http://127.0.0.1:PORT [--stock] [--framing codec|full]
 //! [--rpc unary|server|client|bidi|all] [--size N] [--count N]
 //! [--compression none|gzip|deflate|zstd] [--metadata KEY=VALUE]...
-//! [--expect-code CODE]`
+//! [--expect-code CODE] [--expect-responses N]`
 //!
 //! Runs the chosen RPCs against a server and verifies every reply; exits
 //! non-zero on the first mismatch or failed call. `--metadata` (repeatable)
 //! is sent with every call; a key ending in `-bin` takes the value's bytes
 //! as its binary value. With `--expect-code CODE` (a gRPC code name such as
 //! `RESOURCE_EXHAUSTED`) every chosen RPC must fail with exactly that code:
-//! the run exits 1 if one succeeds or fails with another code. Usage errors
-//! exit 2.
+//! the run exits 1 if one succeeds or fails with another code.
+//! `--expect-responses N` makes ServerStream expect exactly N responses
+//! instead of `max(--count, 1)` (for servers told otherwise by metadata).
+//! Usage errors exit 2.
 
 use std::process::ExitCode;
 
@@ -20,7 +22,7 @@ use tonic_echo::{ClientStack, EchoClient, Framing, Mismatch};
 
 const USAGE: &str = "usage: tonic-echo-client --addr http://127.0.0.1:PORT [--stock] \
 [--framing codec|full] [--rpc unary|server|client|bidi|all] [--size N] [--count N] [--compression none|gzip|deflate|zstd] \
-[--metadata KEY=VALUE]... [--expect-code CODE]";
+[--metadata KEY=VALUE]... [--expect-code CODE] [--expect-responses N]";
 
 struct Options {
     addr: String,
@@ -32,6 +34,7 @@ struct Options {
     compression: Option<CompressionEncoding>,
     metadata: MetadataMap,
     expect_code: Option<Code>,
+    expect_responses: Option<u32>,
 }
 
 /// Adds `KEY=VALUE` to `metadata`.
@@ -69,6 +72,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         compression: None,
         metadata: MetadataMap::new(),
         expect_code: None,
+        expect_responses: None,
     };
     let mut args = args;
     while let Some(arg) = args.next() {
@@ -76,6 +80,14 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         match arg.as_str() {
             "--addr" => options.addr = value()?,
             "--stock" => options.stock = true,
+            "--expect-responses" => {
+                let count = value()?;
+                options.expect_responses = Some(
+                    count
+                        .parse()
+                        .map_err(|e| format!("--expect-responses {count}: {e}"))?,
+                );
+            }
             "--framing" => {
                 let name = value()?;
                 options.framing =
@@ -121,10 +133,19 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     Ok(options)
 }
 
-async fn run(rpc: &str, client: &mut EchoClient, size: u32, count: u32) -> Result<(), Mismatch> {
+async fn run(
+    rpc: &str,
+    client: &mut EchoClient,
+    size: u32,
+    count: u32,
+    expect_responses: Option<u32>,
+) -> Result<(), Mismatch> {
     match rpc {
         "unary" => tonic_echo::check_unary(client, size as usize).await,
-        "server" => tonic_echo::check_server_stream(client, size, count).await,
+        "server" => {
+            let expected = expect_responses.unwrap_or(count.max(1));
+            tonic_echo::check_server_stream_expecting(client, size, count, expected).await
+        }
         "client" => tonic_echo::check_client_stream(client, size as usize, count).await,
         _ => tonic_echo::check_bidi(client, size as usize, count).await,
     }
@@ -154,7 +175,14 @@ async fn main() -> ExitCode {
         };
     let mut client = client.with_metadata(options.metadata.clone());
     for rpc in &options.rpcs {
-        let outcome = run(rpc, &mut client, options.size, options.count).await;
+        let outcome = run(
+            rpc,
+            &mut client,
+            options.size,
+            options.count,
+            options.expect_responses,
+        )
+        .await;
         match (outcome, options.expect_code) {
             (Ok(()), None) => {
                 println!("{rpc}: ok (size {}, count {})", options.size, options.count)

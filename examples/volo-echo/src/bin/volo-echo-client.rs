@@ -5,17 +5,22 @@
 //! volo-echo-client --addr 127.0.0.1:PORT [--stock] [--rpc unary|server|client|bidi|all]
 //!                  [--size N] [--count N] [--compression none|gzip|zstd|deflate]
 //!                  [--metadata KEY=VALUE]... [--expect-code CODE]
+//!                  [--expect-responses N]
 //! ```
 //!
 //! Without `--stock` the client runs through grpc-stream-codec's volo
 //! adapter and compresses under gRPC's names (`deflate`) through its
-//! `ClientCompressionLayer`, as grpcio, tonic and the adapter server expect;
+//! `ClientCompressionLayer` (which also hands it trailers-only statuses), as
+//! grpcio, tonic and the adapter server expect;
 //! with `--stock` it is volo-grpc as generated (deflate is `zlib`).
 //! `--size` is the payload size in bytes (default 256), `--count` the number
 //! of streamed messages (default 16). `--metadata` (repeatable) adds request
 //! metadata to every call. With `--expect-code` (a gRPC code name such as
 //! `RESOURCE_EXHAUSTED`, or its number) every call must fail with exactly
-//! that code, or the run fails.
+//! that code, or the run fails. `--expect-responses N` makes ServerStream
+//! and Bidi expect exactly N responses instead of their usual count, e.g. 0
+//! from a server told by metadata to send none (grpcio's
+//! `x-response-count`), which answers trailers-only.
 
 use std::net::SocketAddr;
 use std::process::ExitCode;
@@ -25,7 +30,7 @@ use volo_echo::{CallError, ClientOptions, MetadataLayer, Rpc, compression_by_nam
 const USAGE: &str = "usage: volo-echo-client --addr 127.0.0.1:PORT [--stock] \
                      [--rpc unary|server|client|bidi|all] [--size N] [--count N] \
                      [--compression none|gzip|zstd|deflate] [--metadata KEY=VALUE]... \
-                     [--expect-code CODE]";
+                     [--expect-code CODE] [--expect-responses N]";
 
 struct Args {
     addr: SocketAddr,
@@ -36,6 +41,7 @@ struct Args {
     compression: Option<String>,
     metadata: Vec<(String, String)>,
     expect_code: Option<volo_grpc::Code>,
+    expect_responses: Option<u32>,
 }
 
 /// The gRPC code named `name` (`RESOURCE_EXHAUSTED`, `resource_exhausted`)
@@ -80,6 +86,7 @@ fn parse_args() -> Result<Args, String> {
     let mut compression = None;
     let mut metadata = Vec::new();
     let mut expect_code = None;
+    let mut expect_responses = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().ok_or_else(|| format!("{arg} needs a value"));
@@ -119,6 +126,14 @@ fn parse_args() -> Result<Args, String> {
                     parse_code(&name).ok_or_else(|| format!("unknown --expect-code {name:?}"))?,
                 );
             }
+            "--expect-responses" => {
+                let count = value()?;
+                expect_responses = Some(
+                    count
+                        .parse()
+                        .map_err(|err| format!("--expect-responses {count:?}: {err}"))?,
+                );
+            }
             "--help" | "-h" => return Err(String::new()),
             other => return Err(format!("unknown argument {other:?}")),
         }
@@ -133,7 +148,23 @@ fn parse_args() -> Result<Args, String> {
         compression,
         metadata,
         expect_code,
+        expect_responses,
     })
+}
+
+/// A streaming call's outcome checked against `expected` responses: OK
+/// only if it ended OK after exactly that many.
+fn exactly(
+    outcome: Result<(u32, Option<volo_grpc::Status>), CallError>,
+    expected: u32,
+) -> Result<(), CallError> {
+    match outcome? {
+        (_, Some(status)) => Err(status.into()),
+        (received, None) if received == expected => Ok(()),
+        (received, None) => Err(CallError::Mismatch(format!(
+            "{received} responses, expected {expected}"
+        ))),
+    }
 }
 
 #[tokio::main]
@@ -168,9 +199,25 @@ async fn main() -> ExitCode {
 
     let mut failed = false;
     for rpc in args.rpcs {
-        let result = match (&stock_client, &adapter_client) {
-            (Some(client), _) => volo_echo::stock::call(client, rpc, args.size, args.count).await,
-            (_, Some(client)) => volo_echo::adapter::call(client, rpc, args.size, args.count).await,
+        let (size, count) = (args.size, args.count);
+        let result = match (&stock_client, &adapter_client, rpc, args.expect_responses) {
+            (Some(client), _, Rpc::ServerStream, Some(n)) => exactly(
+                volo_echo::stock::calls::server_stream(client, size, count).await,
+                n,
+            ),
+            (Some(client), _, Rpc::Bidi, Some(n)) => {
+                exactly(volo_echo::stock::calls::bidi(client, size, count).await, n)
+            }
+            (_, Some(client), Rpc::ServerStream, Some(n)) => exactly(
+                volo_echo::adapter::calls::server_stream(client, size, count).await,
+                n,
+            ),
+            (_, Some(client), Rpc::Bidi, Some(n)) => exactly(
+                volo_echo::adapter::calls::bidi(client, size, count).await,
+                n,
+            ),
+            (Some(client), ..) => volo_echo::stock::call(client, rpc, size, count).await,
+            (_, Some(client), ..) => volo_echo::adapter::call(client, rpc, size, count).await,
             _ => unreachable!("one client is always built"),
         };
         match (result, args.expect_code) {
