@@ -1,4 +1,5 @@
-//! An HTTP body whose data chunks are `Bytes`, whatever they were.
+//! An HTTP body whose data chunks are `Bytes` and whose errors are already
+//! gRPC statuses, whatever they were.
 
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -6,11 +7,15 @@ use std::task::{Context, Poll};
 use bytes::{Buf, Bytes};
 use http_body::{Body, Frame, SizeHint};
 use pin_project_lite::pin_project;
+use tonic::codegen::StdError;
+
+use crate::Status;
 
 pin_project! {
-    /// Hands the core decoder `Bytes` chunks. tonic's servers and clients
-    /// name bodies with any `Buf` data; for `Bytes` (what hyper and tonic
-    /// produce) the conversion is a move, for anything else one copy.
+    /// Hands the core decoder `Bytes` chunks and [`Status`] errors. tonic's
+    /// servers and clients name bodies with any `Buf` data; for `Bytes` (what
+    /// hyper and tonic produce) the conversion is a move, for anything else
+    /// one copy.
     pub(crate) struct BytesBody<B> {
         #[pin]
         inner: B,
@@ -23,17 +28,23 @@ impl<B> BytesBody<B> {
     }
 }
 
-impl<B: Body> Body for BytesBody<B> {
+impl<B> Body for BytesBody<B>
+where
+    B: Body,
+    B::Error: Into<StdError>,
+{
     type Data = Bytes;
-    type Error = B::Error;
+    type Error = Status;
 
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         self.project().inner.poll_frame(cx).map(|frame| {
             frame.map(|frame| {
-                frame.map(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+                frame
+                    .map(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+                    .map_err(status_from_transport)
             })
         })
     }
@@ -45,4 +56,12 @@ impl<B: Body> Body for BytesBody<B> {
     fn size_hint(&self) -> SizeHint {
         self.inner.size_hint()
     }
+}
+
+/// The code tonic gives a transport error: an HTTP/2 reset's reason maps as
+/// the gRPC spec says (`CANCEL` is `cancelled`, `REFUSED_STREAM` is
+/// `unavailable`, ...), hyper's timeouts and cancellations too, so handlers
+/// and callers see the same code on either framing.
+fn status_from_transport(error: impl Into<StdError>) -> Status {
+    tonic::Status::from_error(error.into()).into()
 }

@@ -10,6 +10,7 @@ use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 use http_body::Body;
 use prost::Message;
+use sync_wrapper::SyncWrapper;
 use tonic::metadata::MetadataMap;
 
 use super::message_decoder::ProstMessageDecoder;
@@ -46,7 +47,10 @@ use crate::envelope::Limits;
 /// }
 /// ```
 pub struct Streaming<T> {
-    inner: decode::Streaming<ProstMessageDecoder<T>>,
+    // `Sync` like tonic's `Streaming`, so a handler may hold
+    // `&tonic::Request<Streaming<T>>` across an `.await`; the decoder's boxed
+    // body is `Send` only, and is reached through `&mut self` alone.
+    inner: SyncWrapper<decode::Streaming<ProstMessageDecoder<T>>>,
 }
 
 impl<T: Message + Default> Streaming<T> {
@@ -63,7 +67,7 @@ impl<T: Message + Default> Streaming<T> {
     {
         let inner = decode::Streaming::new_request(body, ProstMessageDecoder::new(), encoding);
         Streaming {
-            inner: inner.with_limits(limits),
+            inner: SyncWrapper::new(inner.with_limits(limits)),
         }
     }
 
@@ -81,19 +85,19 @@ impl<T: Message + Default> Streaming<T> {
         let inner =
             decode::Streaming::new_response(status, headers, body, ProstMessageDecoder::new());
         Streaming {
-            inner: inner.with_limits(limits),
+            inner: SyncWrapper::new(inner.with_limits(limits)),
         }
     }
 
     /// The next message, or `None` at the end of a successful stream.
     pub async fn message(&mut self) -> Result<Option<T>, tonic::Status> {
-        self.inner.message().await.map_err(Into::into)
+        self.inner.get_mut().message().await.map_err(Into::into)
     }
 
     /// Reads the body to its end, discarding messages not yet read, and
     /// returns its trailers. On a client, a non-`OK` status is the error.
     pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, tonic::Status> {
-        match self.inner.trailers().await {
+        match self.inner.get_mut().trailers().await {
             Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
             Err(status) => Err(status.into()),
         }
@@ -104,13 +108,28 @@ impl<T: Message + Default> Stream for Streaming<T> {
     type Item = Result<T, tonic::Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let item = ready!(Pin::new(&mut self.inner).poll_next(cx));
+        let item = ready!(Pin::new(self.inner.get_mut()).poll_next(cx));
         Poll::Ready(item.map(|result| result.map_err(Into::into)))
     }
 }
 
 impl<T> fmt::Debug for Streaming<T> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_tuple("Streaming").field(&self.inner).finish()
+        f.debug_struct("Streaming").finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn send_and_sync<T: Send + Sync>() {}
+
+    /// Handlers hold `&tonic::Request<Streaming<T>>` across an `.await`
+    /// (metadata checks before reading), which needs `Sync`, as tonic's is.
+    #[test]
+    fn streaming_is_send_and_sync_like_tonics() {
+        send_and_sync::<tonic::Streaming<String>>();
+        send_and_sync::<Streaming<String>>();
     }
 }
