@@ -38,7 +38,7 @@
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http_body::{Body, Frame, SizeHint};
 use tower_layer::Layer;
 use tower_service::Service;
@@ -58,10 +58,19 @@ pub enum GuardMode {
     /// the declared length (up to the limit) when it reads a header.
     #[default]
     PassThrough,
-    /// Hold each envelope until it is complete and forward it as one frame,
-    /// so tonic never reserves a length nobody has sent. Allocation follows
-    /// the bytes received (`min(declared, 2 x received)`); costs one copy of
-    /// every message.
+    /// Hold each envelope until it is complete and forward it, so tonic
+    /// never reserves a length nobody has sent. Allocation follows the bytes
+    /// received (`min(declared, 2 x received)`); costs one copy of every
+    /// message.
+    ///
+    /// An envelope of up to 4 KiB goes to tonic as one frame; a larger one
+    /// as two, its header and then its payload, so that tonic's read buffer
+    /// is sized to the message (an envelope handed over whole made tonic
+    /// reserve its length twice: 2 MiB kept for a 1 MiB message). What tonic
+    /// still keeps is its own and out of a layer's reach: an idle stream
+    /// holds a read buffer the size of the last message above 4 KiB it
+    /// received (about 1 MiB after one 1 MiB message, as with pass-through
+    /// or no layer, which keep the largest message's size or more).
     Assembling,
 }
 
@@ -258,7 +267,46 @@ pin_project_lite::pin_project! {
 /// The per-mode state of a [`GuardedBody`].
 enum Inspector {
     PassThrough(EnvelopeTracker),
-    Assembling(EnvelopeAssembler),
+    Assembling {
+        assembler: EnvelopeAssembler,
+        /// The payload of an envelope whose header went out as a frame of
+        /// its own (see [`split_for_tonic`]); forwarded before anything else.
+        payload: Option<Bytes>,
+    },
+}
+
+/// Envelopes above this size reach tonic in two frames, header then payload.
+///
+/// When tonic reads an envelope header it reserves the declared length on
+/// top of what its read buffer already holds (`BytesMut::reserve` in
+/// `tonic::codec::decode`), and it keeps that buffer for the life of the
+/// stream. An envelope forwarded whole already sits in the buffer when the
+/// header is read, so the reservation asked for twice the message and the
+/// `Vec` under the buffer grew to that: a stream that had carried one 1 MiB
+/// message held 2 MiB, 1 MiB more than with no guard. Given the header alone,
+/// tonic reserves exactly the message and the payload then fills it.
+///
+/// Below this size an envelope still goes whole: one frame per message is
+/// cheaper, and header, payload and that reservation together (at most
+/// `2 x 4 KiB`) fit tonic's default 8 KiB read buffer without growing it.
+const SPLIT_ABOVE: usize = 4 * 1024;
+
+/// Cuts an envelope bigger than [`SPLIT_ABOVE`] into its header and its
+/// payload.
+///
+/// The header gets an allocation of its own rather than a view into the
+/// envelope: tonic adopts a frame's allocation as its read buffer when that
+/// buffer is used up and the frame's bytes are not shared (`BufMut::put` on
+/// a `BytesMut` of no capacity), so a header nobody else holds lets tonic
+/// drop the previous message's buffer and reserve the next message's length
+/// from scratch, exactly, instead of doubling the old buffer to make room.
+fn split_for_tonic(mut envelope: Bytes) -> (Bytes, Option<Bytes>) {
+    if envelope.len() <= SPLIT_ABOVE {
+        return (envelope, None);
+    }
+    let header = Bytes::copy_from_slice(&envelope[..HEADER_LEN]);
+    envelope.advance(HEADER_LEN);
+    (header, Some(envelope))
 }
 
 impl<B> GuardedBody<B> {
@@ -268,7 +316,10 @@ impl<B> GuardedBody<B> {
             GuardMode::PassThrough => {
                 Inspector::PassThrough(EnvelopeTracker::new(config.limits.max_receive()))
             }
-            GuardMode::Assembling => Inspector::Assembling(EnvelopeAssembler::raw(config.limits)),
+            GuardMode::Assembling => Inspector::Assembling {
+                assembler: EnvelopeAssembler::raw(config.limits),
+                payload: None,
+            },
         };
         Self {
             inner,
@@ -283,9 +334,16 @@ impl Inspector {
     fn ready_frame(&mut self) -> Result<Option<Frame<Bytes>>, Status> {
         match self {
             Inspector::PassThrough(_) => Ok(None),
-            Inspector::Assembling(assembler) => {
+            Inspector::Assembling { assembler, payload } => {
+                if let Some(payload) = payload.take() {
+                    return Ok(Some(Frame::data(payload)));
+                }
                 Ok(assembler.next()?.map(|decoded| match decoded {
-                    Decoded::Message(envelope) => Frame::data(envelope),
+                    Decoded::Message(envelope) => {
+                        let (first, rest) = split_for_tonic(envelope);
+                        *payload = rest;
+                        Frame::data(first)
+                    }
                     Decoded::EndStream(trailers) => Frame::data(encode_web_trailers(&trailers)),
                 }))
             }
@@ -296,7 +354,7 @@ impl Inspector {
     fn take(&mut self, data: Bytes) -> Result<Option<Bytes>, Status> {
         match self {
             Inspector::PassThrough(tracker) => tracker.observe(&data).map(|()| Some(data)),
-            Inspector::Assembling(assembler) => {
+            Inspector::Assembling { assembler, .. } => {
                 assembler.push(data);
                 Ok(None)
             }
@@ -307,14 +365,16 @@ impl Inspector {
     fn finish(&mut self) -> Result<(), Status> {
         match self {
             Inspector::PassThrough(tracker) => tracker.finish(),
-            Inspector::Assembling(assembler) => assembler.finish(),
+            Inspector::Assembling { assembler, .. } => assembler.finish(),
         }
     }
 
     fn at_boundary(&self) -> bool {
         match self {
             Inspector::PassThrough(tracker) => tracker.at_boundary(),
-            Inspector::Assembling(assembler) => assembler.is_idle(),
+            Inspector::Assembling { assembler, payload } => {
+                assembler.is_idle() && payload.is_none()
+            }
         }
     }
 }
@@ -394,7 +454,7 @@ where
     fn size_hint(&self) -> SizeHint {
         match self.inspector {
             Inspector::PassThrough(_) => self.inner.size_hint(),
-            Inspector::Assembling(_) => SizeHint::default(),
+            Inspector::Assembling { .. } => SizeHint::default(),
         }
     }
 }
