@@ -18,7 +18,7 @@ mod service;
 
 pub use client::{
     ClientStack, EchoClient, Mismatch, check_bidi, check_client_stream, check_server_stream,
-    check_unary, request_payload,
+    check_server_stream_expecting, check_unary, request_payload,
 };
 pub use service::{
     EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, ResponseStream, bidi, client_stream,

@@ -307,7 +307,14 @@ async fn the_full_client_answers_bad_responses_with_the_spec_codes() {
     let mut partial_payload = header(0, 10);
     partial_payload.extend_from_slice(&[1, 2, 3]);
     let valid = message(&EchoResponse::default());
-    let cases: Vec<(&str, Vec<u8>, Option<&'static str>, Result<usize, Code>)> = vec![
+    // Name, response body, trailing grpc-status, what the client must see.
+    type Case = (
+        &'static str,
+        Vec<u8>,
+        Option<&'static str>,
+        Result<usize, Code>,
+    );
+    let cases: Vec<Case> = vec![
         ("valid", valid.clone(), Some("0"), Ok(1)),
         (
             "over the limit",

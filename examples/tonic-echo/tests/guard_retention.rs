@@ -240,8 +240,8 @@ fn idle_bidi_streams(arm: Option<GuardMode>) -> isize {
         let server = tokio::spawn(tonic_echo::serve_with(
             listener,
             ServeOptions {
-                stock: false,
                 guard: arm,
+                ..ServeOptions::default()
             },
         ));
         let warm = raw::connect(addr).await;
