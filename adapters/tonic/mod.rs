@@ -1,9 +1,34 @@
-//! The tonic adapter (feature `tonic`): a drop-in prost codec for tonic 0.14
-//! and conversions between this crate's [`Status`](crate::Status) and
-//! [`tonic::Status`].
+//! The tonic adapter (feature `tonic`) for tonic 0.14, two ways in.
 //!
-//! tonic keeps its own framing; the codec decides how each message is encoded
-//! into, and decoded out of, tonic's buffers. Name it in `build.rs`:
+//! # Full framing
+//!
+//! [`build`] rewrites tonic-prost-build's output so the generated servers
+//! and clients run on [`server::Grpc`], [`client::Grpc`] and [`Streaming`]:
+//! this crate's frame-fed decoder and batching encoder replace tonic's
+//! framing, so no per-stream buffer of tonic's is left (an idle stream that
+//! echoed 1 MiB holds a few KB instead of about 2 MiB), every limit is checked
+//! on the header, and ready messages leave in batches. tonic's server,
+//! channels, tower layers, interceptors, tonic-web and tonic-health work as
+//! before.
+//!
+//! ```ignore
+//! // build.rs
+//! let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
+//! tonic_prost_build::configure().bytes(".").compile_fds(fds)?;
+//! grpc_stream_codec::tonic::build::rewrite_out_dir()?;
+//! ```
+//!
+//! Client-streaming and bidi handlers then take
+//! `tonic::Request<grpc_stream_codec::tonic::Streaming<T>>`. One deliberate
+//! difference from tonic: a request stream the client cancels ends with
+//! `CANCELLED` (as in grpc-go and grpc-java), not a clean end, so a handler
+//! never mistakes a cancelled upload for a complete one.
+//!
+//! # Codec only
+//!
+//! A drop-in prost codec, [`ProstCodec`], named with `codec_path`; tonic keeps
+//! its own framing and the codec decides how each message is encoded into,
+//! and decoded out of, tonic's buffers:
 //!
 //! ```ignore
 //! let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
@@ -20,13 +45,13 @@
 //! this codec a field of a message above 4 KiB owns exactly its bytes, and
 //! one of a smaller message pins at most this stream's 8 KiB slab (see
 //! [`ProstDecoder`]). The encoder reserves each message's exact length once.
-//!
 //! What does not change: tonic's read buffer itself, which grows to the
-//! largest message received and keeps that size for the life of the stream,
-//! is outside any codec's reach.
+//! largest message received and keeps that size for the life of the stream.
+//! The [`guard`] layer fixes what tonic's framing gets wrong without
+//! replacing it.
 //!
-//! [`build`] (feature `tonic-build-hook`, std only) rewrites tonic-prost-build's
-//! output so generated servers and clients run on this crate's full framing.
+//! Both ways convert between this crate's [`Status`](crate::Status) and
+//! [`tonic::Status`].
 
 #[cfg(feature = "tonic")]
 mod body;

@@ -1,6 +1,6 @@
 //! Full framing for tonic servers: [`Grpc`] in place of `tonic::server::Grpc`,
 //! and the streaming-request service traits over this crate's
-//! [`Streaming`](super::Streaming).
+//! [`Streaming`].
 //!
 //! Generated code reaches these through the [build hook](super::build);
 //! nothing here is called by hand in a normal service. Everything above the
