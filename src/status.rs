@@ -34,6 +34,12 @@ pub const GRPC_MESSAGE: &str = "grpc-message";
 /// Header carrying base64 `google.rpc.Status` details.
 pub const GRPC_STATUS_DETAILS: &str = "grpc-status-details-bin";
 
+// The same names, parsed once: every response's trailers write them, and a
+// `&str` key is parsed again on each lookup or insert.
+const STATUS_NAME: HeaderName = HeaderName::from_static(GRPC_STATUS);
+const MESSAGE_NAME: HeaderName = HeaderName::from_static(GRPC_MESSAGE);
+const DETAILS_NAME: HeaderName = HeaderName::from_static(GRPC_STATUS_DETAILS);
+
 /// Headers that belong to the gRPC protocol itself and are never kept as
 /// user metadata when a status is read.
 const RESERVED_HEADERS: &[&str] = &[
@@ -370,7 +376,7 @@ impl Status {
     }
 
     fn read_code_and_message(headers: &HeaderMap) -> Option<Status> {
-        let raw_code = headers.get(GRPC_STATUS)?;
+        let raw_code = headers.get(&STATUS_NAME)?;
         let Some(code) = std::str::from_utf8(raw_code.as_bytes())
             .ok()
             .and_then(|text| text.trim().parse::<i32>().ok())
@@ -381,12 +387,12 @@ impl Status {
                 format!("invalid grpc-status header: {raw_code:?}"),
             ));
         };
-        let message: Cow<'static, str> = match headers.get(GRPC_MESSAGE) {
+        let message: Cow<'static, str> = match headers.get(&MESSAGE_NAME) {
             Some(value) => Cow::Owned(decode_message(value.as_bytes())),
             None => Cow::Borrowed(""),
         };
         let mut status = Status::new(code, message);
-        if let Some(details) = headers.get(GRPC_STATUS_DETAILS) {
+        if let Some(details) = headers.get(&DETAILS_NAME) {
             match BASE64_LENIENT.decode(details.as_bytes()) {
                 Ok(decoded) => status = status.with_details(decoded),
                 Err(error) => {
@@ -404,16 +410,16 @@ impl Status {
     /// empty), `grpc-status-details-bin` (base64, unpadded) and the metadata
     /// into `headers`.
     pub fn write_headers(&self, headers: &mut HeaderMap) {
-        headers.insert(GRPC_STATUS, self.code.header_value());
+        headers.insert(STATUS_NAME, self.code.header_value());
         if !self.message.is_empty() {
-            headers.insert(GRPC_MESSAGE, encode_message(&self.message));
+            headers.insert(MESSAGE_NAME, encode_message(&self.message));
         }
         if let Some(extra) = &self.extra {
             if !extra.details.is_empty() {
                 let encoded = BASE64_LENIENT.encode(&extra.details);
                 // Base64 output is always a valid header value.
                 if let Ok(value) = HeaderValue::from_str(&encoded) {
-                    headers.insert(GRPC_STATUS_DETAILS, value);
+                    headers.insert(DETAILS_NAME, value);
                 }
             }
             for (name, value) in &extra.metadata {

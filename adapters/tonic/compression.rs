@@ -1,34 +1,52 @@
 //! tonic's compression settings in this crate's terms.
 
-use std::fmt::{self, Write};
-
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use tonic::codec::{CompressionEncoding as TonicEncoding, EnabledCompressionEncodings};
 
 use crate::Status;
 use crate::compression::{CompressionEncoding, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::Code;
 
-/// This crate's encoding for one of tonic's.
-///
-/// tonic's enum has one variant per compression feature of *tonic*, so it is
-/// matched by name, which works whatever features tonic was built with.
-/// `None` when this crate was built without that encoding.
+// Parsed once: generated servers look both up on every request.
+pub(crate) const ENCODING_NAME: HeaderName = HeaderName::from_static(GRPC_ENCODING);
+const ACCEPT_ENCODING_NAME: HeaderName = HeaderName::from_static(GRPC_ACCEPT_ENCODING);
+
+/// This crate's encoding for one of tonic's; `None` for one this crate was
+/// built without.
 pub fn encoding_from_tonic(encoding: TonicEncoding) -> Option<CompressionEncoding> {
-    let mut name = NameBuf::default();
-    write!(name, "{encoding}").ok()?;
-    CompressionEncoding::from_name(name.as_str()).filter(|encoding| encoding.is_supported())
+    match encoding {
+        #[cfg(feature = "gzip")]
+        TonicEncoding::Gzip => Some(CompressionEncoding::Gzip),
+        #[cfg(feature = "deflate")]
+        TonicEncoding::Deflate => Some(CompressionEncoding::Deflate),
+        #[cfg(feature = "zstd")]
+        TonicEncoding::Zstd => Some(CompressionEncoding::Zstd),
+        // tonic's enum is non-exhaustive, and its other variants are ones
+        // this build does not support.
+        #[allow(unreachable_patterns)]
+        _ => None,
+    }
 }
 
 /// The encodings tonic's generated code enabled, as a set of this crate's.
-pub fn encodings_from_tonic(mut enabled: EnabledCompressionEncodings) -> EncodingSet {
+///
+/// Generated servers call this on every request, so it is a few flag tests.
+pub fn encodings_from_tonic(enabled: EnabledCompressionEncodings) -> EncodingSet {
+    #[allow(unused_mut)]
     let mut set = EncodingSet::empty();
-    // `pop` is the only way tonic lists what is enabled.
-    while let Some(encoding) = enabled.pop() {
-        if let Some(encoding) = encoding_from_tonic(encoding) {
-            set = set.with(encoding);
-        }
+    #[cfg(feature = "gzip")]
+    if enabled.is_enabled(TonicEncoding::Gzip) {
+        set = set.with(CompressionEncoding::Gzip);
     }
+    #[cfg(feature = "deflate")]
+    if enabled.is_enabled(TonicEncoding::Deflate) {
+        set = set.with(CompressionEncoding::Deflate);
+    }
+    #[cfg(feature = "zstd")]
+    if enabled.is_enabled(TonicEncoding::Zstd) {
+        set = set.with(CompressionEncoding::Zstd);
+    }
+    let _ = enabled;
     set
 }
 
@@ -42,7 +60,7 @@ pub fn negotiate_received(
     headers: &HeaderMap,
     accept: EncodingSet,
 ) -> Result<Option<CompressionEncoding>, Status> {
-    let Some(value) = headers.get(GRPC_ENCODING) else {
+    let Some(value) = headers.get(&ENCODING_NAME) else {
         return Ok(None);
     };
     let named = value.to_str().ok().and_then(CompressionEncoding::from_name);
@@ -75,35 +93,12 @@ pub fn negotiate_send(headers: &HeaderMap, send: EncodingSet) -> Option<Compress
         return None;
     }
     headers
-        .get_all(GRPC_ACCEPT_ENCODING)
+        .get_all(&ACCEPT_ENCODING_NAME)
         .iter()
         .filter_map(|value| value.to_str().ok())
         .flat_map(|value| value.split(','))
         .filter_map(|name| CompressionEncoding::from_name(name.trim()))
         .find(|encoding| !encoding.is_identity() && send.contains(*encoding))
-}
-
-/// Room for the longest encoding name tonic knows.
-#[derive(Default)]
-struct NameBuf {
-    bytes: [u8; 16],
-    len: usize,
-}
-
-impl NameBuf {
-    fn as_str(&self) -> &str {
-        std::str::from_utf8(&self.bytes[..self.len]).unwrap_or("")
-    }
-}
-
-impl Write for NameBuf {
-    fn write_str(&mut self, s: &str) -> fmt::Result {
-        let end = self.len + s.len();
-        let slot = self.bytes.get_mut(self.len..end).ok_or(fmt::Error)?;
-        slot.copy_from_slice(s.as_bytes());
-        self.len = end;
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -43,7 +43,10 @@ impl<T: prost::Message> MessageEncoder for ProstMessageEncoder<T> {
     type Item = T;
 
     fn encode(&mut self, item: T, dst: &mut LinkedBytes) -> Result<(), Status> {
-        item.encode(dst)
+        // prost copies every field, so nothing is inserted by reference:
+        // write straight into the current buffer, whose `BufMut` is the
+        // inlined fast path (`LinkedBytes`' own is the generic one).
+        item.encode(dst.bytes_mut())
             .map_err(|error| Status::internal(format!("encoding a message failed: {error}")))
     }
 

@@ -27,13 +27,13 @@ use tower_service::Service;
 use super::ProstMessageEncoder;
 use super::body::BytesBody;
 use super::compression::{
-    encoding_from_tonic, encodings_from_tonic, negotiate_received, negotiate_send,
+    ENCODING_NAME, encoding_from_tonic, encodings_from_tonic, negotiate_received, negotiate_send,
 };
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
 use super::sources::StatusErrors;
 use super::streaming::Streaming;
-use crate::compression::{Compression, CompressionEncoding, EncodingSet, GRPC_ENCODING};
+use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
 
@@ -329,7 +329,7 @@ impl<C: FramingCodec> Grpc<C> {
         let mut headers = metadata.into_headers();
         headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
         if let Some(encoding) = send {
-            headers.insert(GRPC_ENCODING, encoding.header_value());
+            headers.insert(ENCODING_NAME, encoding.header_value());
         }
         let config = EncodeConfig::default()
             .with_compression(send.map(Compression::new))

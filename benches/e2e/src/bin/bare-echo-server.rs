@@ -1,13 +1,14 @@
 //! `bare-echo-server --listen 127.0.0.1:PORT [--report-memory]`
 //!
 //! The benchmark's floor: the Echo service (`proto/echo.proto`) answered by
-//! hyper's HTTP/2 server and prost alone, with no gRPC framework. Each
-//! request body is collected and split into envelopes by hand; a
-//! ServerStream reply encodes every message into one buffer and sends it as
-//! one body chunk, then `grpc-status: 0`. There is no compression, no limit
-//! and no error handling beyond refusing what it cannot parse: it only
-//! measures what serving these streams costs below any framework.
-//! Bidi echoes each message as it arrives, so the memory arm can hold it open.
+//! hyper's HTTP/2 server and prost alone, with no gRPC framework. Unary,
+//! ServerStream and ClientStream read the request body inside the service
+//! call, split it into envelopes by hand, and answer with one body chunk
+//! (every response message encoded into one buffer) and `grpc-status: 0`.
+//! Bidi echoes each message as it arrives from a task of its own, so the
+//! memory arm can hold it open. There is no compression, no limit and no
+//! error handling beyond refusing what it cannot parse: it only measures
+//! what serving these streams costs below any framework.
 
 use std::convert::Infallible;
 use std::io::Write;
@@ -35,7 +36,10 @@ mod proto {
 
 use proto::{EchoRequest, EchoResponse};
 
-type Body = StreamBody<ReceiverStream<Result<Frame<Bytes>, Infallible>>>;
+type Streamed = StreamBody<ReceiverStream<Result<Frame<Bytes>, Infallible>>>;
+type Whole =
+    StreamBody<tokio_stream::Iter<std::array::IntoIter<Result<Frame<Bytes>, Infallible>, 2>>>;
+type Body = http_body_util::Either<Whole, Streamed>;
 
 fn envelope(message: &impl Message, out: &mut BytesMut) {
     let len = message.encoded_len();
@@ -65,7 +69,20 @@ fn ok_trailers() -> Frame<Bytes> {
     Frame::trailers(trailers)
 }
 
+fn grpc_response(body: Body) -> Response<Body> {
+    let mut response = Response::new(body);
+    response
+        .headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/grpc"));
+    response
+}
+
 async fn answer(request: Request<Incoming>) -> Result<Response<Body>, Infallible> {
+    if request.uri().path() != "/streamcodec.echo.v1.Echo/Bidi" {
+        return Ok(grpc_response(http_body_util::Either::Left(
+            whole(request).await,
+        )));
+    }
     let (sender, receiver) = tokio::sync::mpsc::channel(16);
     let path = request.uri().path().to_owned();
     let mut body = request.into_body();
@@ -137,11 +154,64 @@ async fn answer(request: Request<Incoming>) -> Result<Response<Body>, Infallible
         }
         let _ = sender.send(Ok(ok_trailers())).await;
     });
-    let mut response = Response::new(StreamBody::new(ReceiverStream::new(receiver)));
-    response
-        .headers_mut()
-        .insert("content-type", HeaderValue::from_static("application/grpc"));
-    Ok(response)
+    let body = StreamBody::new(ReceiverStream::new(receiver));
+    Ok(grpc_response(http_body_util::Either::Right(body)))
+}
+
+/// Unary, ServerStream and ClientStream: the whole request, then the whole
+/// response.
+async fn whole(request: Request<Incoming>) -> Whole {
+    let unary = request.uri().path().ends_with("/Unary");
+    let server_stream = request.uri().path().ends_with("/ServerStream");
+    let mut body = request.into_body();
+    let mut buffer = BytesMut::new();
+    let mut out = BytesMut::new();
+    let mut total_bytes = 0u64;
+    let mut count = 0u32;
+    while let Some(Ok(frame)) = body.frame().await {
+        let Ok(data) = frame.into_data() else {
+            continue;
+        };
+        buffer.extend_from_slice(&data);
+        while let Some(message) = next_message(&mut buffer) {
+            let Ok(request) = EchoRequest::decode(message) else {
+                break;
+            };
+            if server_stream {
+                for seq in 0..request.response_count.max(1) {
+                    let mut payload = BytesMut::zeroed(request.response_size as usize);
+                    payload.fill((seq % 251) as u8);
+                    let response = EchoResponse {
+                        payload: payload.freeze(),
+                        seq,
+                        ..EchoResponse::default()
+                    };
+                    envelope(&response, &mut out);
+                }
+            } else if unary {
+                let response = EchoResponse {
+                    payload: request.payload,
+                    ..EchoResponse::default()
+                };
+                envelope(&response, &mut out);
+            } else {
+                total_bytes += request.payload.len() as u64;
+                count += 1;
+            }
+        }
+    }
+    if !unary && !server_stream {
+        let response = EchoResponse {
+            total_bytes,
+            count,
+            ..EchoResponse::default()
+        };
+        envelope(&response, &mut out);
+    }
+    StreamBody::new(tokio_stream::iter([
+        Ok(Frame::data(out.freeze())),
+        Ok(ok_trailers()),
+    ]))
 }
 
 #[tokio::main]
