@@ -128,7 +128,12 @@ impl Compressor {
     }
 
     #[cfg(any(feature = "gzip", feature = "deflate"))]
-    fn deflate(&mut self, input: &mut impl Buf, out: &mut BytesMut, gzip: bool) -> Result<(), String> {
+    fn deflate(
+        &mut self,
+        input: &mut impl Buf,
+        out: &mut BytesMut,
+        gzip: bool,
+    ) -> Result<(), String> {
         use flate2::{Compress, FlushCompress, Status as FlateStatus};
 
         let level = self.compression.flate_level();
@@ -328,12 +333,13 @@ impl Decompressor {
             #[cfg(feature = "gzip")]
             CompressionEncoding::Gzip => self.gunzip(input, &mut sink),
             #[cfg(feature = "deflate")]
-            CompressionEncoding::Deflate => self.inflate(input, &mut sink, true).and_then(|rest| {
-                match rest.len() {
-                    0 => Ok(()),
-                    left => Err(Failure::Trailing(left)),
-                }
-            }),
+            CompressionEncoding::Deflate => {
+                self.inflate(input, &mut sink, true)
+                    .and_then(|rest| match rest.len() {
+                        0 => Ok(()),
+                        left => Err(Failure::Trailing(left)),
+                    })
+            }
             #[cfg(feature = "zstd")]
             CompressionEncoding::Zstd => self.unzstd(input, &mut sink),
             #[allow(unreachable_patterns)]
@@ -381,7 +387,10 @@ impl Decompressor {
         let body = gzip_header_len(input).map(|len| &input[len..])?;
         // ISIZE, the last four bytes, is the size modulo 2^32: a hint for
         // the first allocation, believed only as far as deflate can expand.
-        if let Some(size) = body.get(body.len().saturating_sub(4)..).filter(|s| s.len() == 4) {
+        if let Some(size) = body
+            .get(body.len().saturating_sub(4)..)
+            .filter(|s| s.len() == 4)
+        {
             let declared = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
             sink.expect(declared, body.len());
         }
@@ -459,11 +468,15 @@ impl Decompressor {
         let window_log_max = zstd_window_log_max(sink.limit);
         let state = match &mut self.zstd {
             Some(state) => {
-                state.ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+                state
+                    .ctx
+                    .reset(ResetDirective::SessionOnly)
+                    .map_err(zstd_error)?;
                 state
             }
             slot => slot.insert(ZstdState {
-                ctx: DCtx::try_create().ok_or_else(|| Failure::corrupt("cannot allocate a zstd context"))?,
+                ctx: DCtx::try_create()
+                    .ok_or_else(|| Failure::corrupt("cannot allocate a zstd context"))?,
                 window_log_max: 0,
             }),
         };
@@ -601,7 +614,9 @@ impl Sink<'_> {
     /// Reserves for a declared output size, as far as `input_len` bytes of
     /// compressed data can plausibly produce and the limit allows.
     fn expect(&mut self, declared: usize, input_len: usize) {
-        let believable = input_len.saturating_mul(MAX_DEFLATE_RATIO).saturating_add(MIN_OUTPUT);
+        let believable = input_len
+            .saturating_mul(MAX_DEFLATE_RATIO)
+            .saturating_add(MIN_OUTPUT);
         let want = declared.min(believable).min(self.room_left());
         if want > self.out.capacity() - self.out.len() {
             self.out.reserve_exact(want);

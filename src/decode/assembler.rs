@@ -6,9 +6,9 @@ use std::mem;
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 
-use super::buffers::{MessageBuffers, MessageBuilder};
+use super::buffers::{MessageBuffers, MessageBuilder, SMALL_MESSAGE_MAX};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
-use crate::compression::{CompressionEncoding, decompress};
+use crate::compression::{CompressionEncoding, Decompressor};
 use crate::envelope::{EnvelopeHeader, FLAG_COMPRESSED, HEADER_LEN, Limits};
 use crate::status::Status;
 
@@ -79,6 +79,49 @@ pub struct EnvelopeAssembler {
     /// caller drains with `next` before each `push`, as it should).
     queued: VecDeque<Bytes>,
     state: State,
+    inflate: Inflate,
+}
+
+/// The stream's decompression: one context and one output buffer, both
+/// created on the first compressed message and reused for the next ones.
+#[derive(Debug, Default)]
+struct Inflate {
+    decompressor: Option<Decompressor>,
+    /// Where a message is decompressed before it is placed: small output is
+    /// copied into the slab and this buffer kept; large output is handed
+    /// over whole and this buffer starts again empty.
+    output: Vec<u8>,
+}
+
+/// Largest decompression buffer kept between messages: it only ever holds
+/// a message of up to [`SMALL_MESSAGE_MAX`], plus the growth step that found
+/// its end.
+const KEPT_OUTPUT_MAX: usize = 2 * SMALL_MESSAGE_MAX;
+
+impl Inflate {
+    /// Decompresses one payload, bounded by `limit`, into the reused buffer.
+    fn run(
+        &mut self,
+        encoding: CompressionEncoding,
+        payload: &[u8],
+        limit: usize,
+    ) -> Result<&[u8], Status> {
+        let decompressor = self
+            .decompressor
+            .get_or_insert_with(|| Decompressor::new(encoding));
+        self.output.clear();
+        if self.output.capacity() > KEPT_OUTPUT_MAX {
+            self.output = Vec::new();
+        }
+        decompressor.decompress(payload, &mut self.output, limit)?;
+        Ok(&self.output)
+    }
+
+    /// Hands the last output over, for a message that keeps it as its own
+    /// allocation.
+    fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.output)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -138,6 +181,7 @@ impl EnvelopeAssembler {
             frame: Bytes::new(),
             queued: VecDeque::new(),
             state: IDLE,
+            inflate: Inflate::default(),
         }
     }
 
@@ -226,6 +270,7 @@ impl EnvelopeAssembler {
         // Release the peer's bytes now: nothing after an error is parsed.
         self.frame = Bytes::new();
         self.queued = VecDeque::new();
+        self.inflate = Inflate::default();
         self.state = State::Failed(status.clone());
         status
     }
@@ -391,21 +436,27 @@ impl EnvelopeAssembler {
     fn transform(&mut self, header: EnvelopeHeader, payload: &[u8]) -> Result<Decoded, Status> {
         if header.is_trailers() {
             let trailers = if header.is_compressed() {
-                parse_trailers(&self.decompress(payload, MAX_TRAILERS_SIZE)?)?
+                let encoding = self.encoding()?;
+                parse_trailers(self.inflate.run(encoding, payload, MAX_TRAILERS_SIZE)?)?
             } else {
                 parse_trailers(payload)?
             };
             self.state = State::Ended;
             return Ok(Decoded::EndStream(Box::new(trailers)));
         }
-        let message = self.decompress(payload, self.max_receive)?;
-        Ok(Decoded::Message(self.buffers.place(message)))
+        self.decompress_message(payload).map(Decoded::Message)
     }
 
-    fn decompress(&self, mut payload: &[u8], limit: usize) -> Result<Vec<u8>, Status> {
+    /// Decompresses one message payload with the stream's context, bounded
+    /// by the receive limit, into memory the message owns alone: a slab
+    /// region for a small message, the decompression buffer itself (exactly
+    /// sized) for a large one.
+    fn decompress_message(&mut self, payload: &[u8]) -> Result<Bytes, Status> {
         let encoding = self.encoding()?;
-        let mut out = Vec::new();
-        decompress(encoding, &mut payload, &mut out, limit)?;
-        Ok(out)
+        let output = self.inflate.run(encoding, payload, self.max_receive)?;
+        if output.len() <= SMALL_MESSAGE_MAX {
+            return Ok(self.buffers.copy_slice(output));
+        }
+        Ok(self.buffers.place(self.inflate.take_output()))
     }
 }

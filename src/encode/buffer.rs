@@ -7,7 +7,8 @@ use std::mem;
 use bytes::{Buf, Bytes, BytesMut};
 use linkedbytes::{LinkedBytes, Node};
 
-use super::batch::EncodedBatch;
+use super::batch::{EncodedBatch, NodesBuilder};
+use super::config::FRAME_SIZE;
 use crate::status::Status;
 
 /// Spare room below which a new batch reserves a fresh stretch: enough for
@@ -58,6 +59,18 @@ pub(crate) struct BatchBuffer {
     nodes: usize,
     node_bytes: usize,
     messages: usize,
+    /// Bytes of the last batch carried into this one after a cut on a frame
+    /// boundary that fell inside a node (they precede the list and the
+    /// tail). A cut inside the tail leaves its rest in the tail instead.
+    carry: Vec<Bytes>,
+    carry_bytes: usize,
+    /// Frame accounting for [`BatchBuffer::take_filling`]: the last frame
+    /// boundary a completed message reached, and how many completed
+    /// messages end after it.
+    boundary: usize,
+    after_boundary: usize,
+    /// Whether [`BatchBuffer::prepare_batch`] ran since the last cut.
+    prepared: bool,
 }
 
 impl BatchBuffer {
@@ -72,6 +85,11 @@ impl BatchBuffer {
             nodes: 0,
             node_bytes: 0,
             messages: 0,
+            carry: Vec::new(),
+            carry_bytes: 0,
+            boundary: 0,
+            after_boundary: 0,
+            prepared: false,
         }
     }
 
@@ -93,7 +111,7 @@ impl BatchBuffer {
     /// Bytes written since the last cut. Exact after `mark`/`written_since`;
     /// the stream only asks between messages, after both.
     pub(crate) fn len(&self) -> usize {
-        self.node_bytes + self.buf.bytes().len()
+        self.carry_bytes + self.node_bytes + self.buf.bytes().len()
     }
 
     /// Makes room for a new batch, reusing the trailing buffer's allocation.
@@ -103,15 +121,24 @@ impl BatchBuffer {
     /// place once the consumer has dropped the previous batches. So a stream
     /// whose batches are sent before the next is encoded allocates nothing
     /// per batch, and one whose consumer holds on allocates once per batch.
+    /// Runs once per batch; later calls until the next cut do nothing.
     pub(crate) fn prepare_batch(&mut self) {
+        if mem::replace(&mut self.prepared, true) {
+            return;
+        }
         let reserve = if self.cut_once {
             self.reserve
         } else {
             self.reserve.min(FIRST_BATCH_RESERVE)
         };
         let tail = self.buf.bytes_mut();
-        if tail.capacity() - tail.len() < BATCH_SLACK {
-            tail.reserve(reserve);
+        let spare = tail.capacity() - tail.len();
+        // A batch opening with bytes carried over from a cut on a frame
+        // boundary needs room for the rest of a full batch after them, or it
+        // would regrow midway.
+        let carried = tail.len();
+        if spare < BATCH_SLACK || carried > 0 && spare < reserve.saturating_sub(carried) {
+            tail.reserve(reserve.saturating_sub(carried).max(BATCH_SLACK));
         }
     }
 
@@ -161,6 +188,15 @@ impl BatchBuffer {
     /// Counts a message written since the last cut as complete.
     pub(crate) fn finish_message(&mut self) {
         self.messages += 1;
+        let end = self.len();
+        let boundary = end - end % FRAME_SIZE;
+        if boundary > self.boundary {
+            // Every earlier message ends at or before this boundary.
+            self.boundary = boundary;
+            self.after_boundary = usize::from(end > boundary);
+        } else {
+            self.after_boundary += 1;
+        }
         if !self.cut_once {
             // A first batch that is filling its smaller reservation moves to
             // the full one in a single step, rather than doubling its way
@@ -187,7 +223,14 @@ impl BatchBuffer {
             Some(mark) if mark.node < nodes => (mark.node, Some(mark.offset)),
             _ => (nodes, None),
         };
-        let mut batch = EncodedBatch::with_node_hint(keep + 1);
+        let mut batch = EncodedBatch::with_node_hint(self.carry.len() + keep + 1);
+        for node in self.carry.drain(..) {
+            batch.push(node);
+        }
+        self.carry_bytes = 0;
+        self.boundary = 0;
+        self.after_boundary = 0;
+        self.prepared = false;
         let mut copied = self.buf.bytes().len();
         for index in 0..nodes {
             // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy:
@@ -229,6 +272,82 @@ impl BatchBuffer {
         self.nodes = 0;
         self.node_bytes = 0;
         batch.finish(mem::take(&mut self.messages))
+    }
+
+    /// Cuts a batch that ends on the last [`FRAME_SIZE`] boundary and keeps
+    /// the bytes after it, all of completed messages, for the next batch,
+    /// so that a transport sending each batch as HTTP/2 DATA frames fills
+    /// every frame. Nothing is copied: the cut is a `split_to` of the node
+    /// or tail it falls in. With less than one frame, or an exact multiple,
+    /// it is [`take(None)`](Self::take).
+    ///
+    /// [`messages`](Self::messages) of the batch are those whose last byte
+    /// is in it; the rest count in the next batch.
+    pub(crate) fn take_filling(&mut self) -> EncodedBatch {
+        self.count_new_nodes();
+        let total = self.len();
+        let cut = total - total % FRAME_SIZE;
+        if cut == 0 || cut == total {
+            return self.take(None);
+        }
+        let carried_messages = self.after_boundary;
+        let messages = self.messages - carried_messages;
+        let mut batch = EncodedBatch::with_node_hint(self.carry.len() + self.nodes + 1);
+        let mut carry = Vec::new();
+        let mut copied = self.buf.bytes().len();
+        // Walk the bytes in wire order: carried nodes, list nodes, tail.
+        let mut pos = 0;
+        let mut place = |node: Bytes, batch: &mut NodesBuilder, carry: &mut Vec<Bytes>| {
+            let end = pos + node.len();
+            if end <= cut {
+                batch.push(node);
+            } else if pos >= cut {
+                carry.push(node);
+            } else {
+                let mut rest = node;
+                batch.push(rest.split_to(cut - pos));
+                carry.push(rest);
+            }
+            pos = end;
+        };
+        for node in mem::take(&mut self.carry) {
+            place(node, &mut batch, &mut carry);
+        }
+        for index in 0..self.nodes {
+            let Some(slot) = self.buf.get_list_mut(index) else {
+                break;
+            };
+            // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy.
+            let node = mem::replace(slot, Node::BytesMut(BytesMut::new()));
+            if let Node::BytesMut(bytes) = &node {
+                copied += bytes.len();
+            }
+            place(node_bytes(node), &mut batch, &mut carry);
+        }
+        // The tail's bytes before the cut go; its rest stays where it is, so
+        // the next messages are appended right after it in one node.
+        let tail = self.buf.bytes_mut();
+        let in_tail = cut.saturating_sub(pos).min(tail.len());
+        batch.push(tail.split_to(in_tail).freeze());
+        // `reset` clears the tail: hold it aside meanwhile.
+        let mut rest = mem::take(self.buf.bytes_mut());
+        if copied > self.retain {
+            // As in `take`: let an unusually large allocation go with the
+            // batch; the rest (under one frame) moves to one of its own.
+            rest = BytesMut::from(&rest[..]);
+        }
+        self.buf.reset();
+        *self.buf.bytes_mut() = rest;
+        self.nodes = 0;
+        self.node_bytes = 0;
+        self.carry_bytes = carry.iter().map(Bytes::len).sum();
+        self.carry = carry;
+        self.messages = carried_messages;
+        self.boundary = 0;
+        self.after_boundary = carried_messages;
+        self.prepared = false;
+        self.cut_once = true;
+        batch.finish(messages)
     }
 
     fn count_new_nodes(&mut self) {
