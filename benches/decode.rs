@@ -320,26 +320,28 @@ fn compressed(c: &mut Criterion) {
             );
             group.bench_function("crate", |b| b.iter(&mut run_crate));
 
-            let mut tonic = support::compression::TonicDecoder::new(encoding);
-            let mut run_tonic = || {
-                let mut messages = 0;
-                for frame in &frames {
-                    tonic.push(frame);
-                    while let Some(message) = tonic.next() {
-                        debug_assert_eq!(message.len(), size);
-                        black_box(message);
-                        messages += 1;
+            for &(arm, backend) in support::compression::tonic_arms(encoding) {
+                let mut tonic = support::compression::TonicDecoder::new(encoding, backend);
+                let mut run_tonic = || {
+                    let mut messages = 0;
+                    for frame in &frames {
+                        tonic.push(frame);
+                        while let Some(message) = tonic.next() {
+                            assert_eq!(message.len(), size);
+                            black_box(message);
+                            messages += 1;
+                        }
                     }
-                }
-                messages
-            };
-            assert_eq!(run_tonic(), BURST);
-            support::print_allocs_per_message(
-                &format!("decode_compressed tonic {encoding} {name}"),
-                64,
-                &mut run_tonic,
-            );
-            group.bench_function("tonic_0_14", |b| b.iter(&mut run_tonic));
+                    messages
+                };
+                assert_eq!(run_tonic(), BURST);
+                support::print_allocs_per_message(
+                    &format!("decode_compressed {arm} {encoding} {name}"),
+                    64,
+                    &mut run_tonic,
+                );
+                group.bench_function(arm, |b| b.iter(&mut run_tonic));
+            }
             group.finish();
         }
     }

@@ -386,22 +386,36 @@ fn compressed(c: &mut Criterion) {
             );
             group.bench_function("crate", |b| b.iter(&mut run_crate));
 
-            let mut tonic = support::compression::TonicEncoder::new(encoding);
-            let mut run_tonic = || {
-                for _ in 0..BURST {
-                    // prost writes the field straight into tonic's buffer.
-                    let batch = tonic.encode(|buf| write_field_to(&item, buf));
-                    black_box(batch);
-                }
-                black_box(tonic.flush());
-                BURST
-            };
-            support::print_allocs_per_message(
-                &format!("encode_compressed tonic {encoding} {name}"),
-                64,
-                &mut run_tonic,
-            );
-            group.bench_function("tonic_0_14", |b| b.iter(&mut run_tonic));
+            for &(arm, backend) in support::compression::tonic_arms(encoding) {
+                let mut tonic = support::compression::TonicEncoder::new(encoding, backend);
+                // The arm's output is a valid message, the field it was given.
+                let _ = tonic.encode(|buf| write_field_to(&item, buf));
+                let wire = tonic.flush().expect("one message");
+                let mut field = Vec::new();
+                grpc_stream_codec::compression::decompress(
+                    encoding,
+                    &mut &wire[5..],
+                    &mut field,
+                    usize::MAX,
+                )
+                .expect("the tonic arm's output decompresses");
+                assert_eq!(&field[field.len() - size..], &item[..]);
+                let mut run_tonic = || {
+                    for _ in 0..BURST {
+                        // prost writes the field straight into tonic's buffer.
+                        let batch = tonic.encode(|buf| write_field_to(&item, buf));
+                        black_box(batch);
+                    }
+                    black_box(tonic.flush());
+                    BURST
+                };
+                support::print_allocs_per_message(
+                    &format!("encode_compressed {arm} {encoding} {name}"),
+                    64,
+                    &mut run_tonic,
+                );
+                group.bench_function(arm, |b| b.iter(&mut run_tonic));
+            }
             group.finish();
         }
     }

@@ -11,9 +11,15 @@
 //!
 //! flate2 in these benches is built with the zlib-rs backend (this crate
 //! enables it, and cargo unifies features), which is much faster to set up
-//! than miniz_oxide, flate2's default and what a stock tonic build uses: the
-//! tonic rows are therefore a lower bound of stock tonic's cost. The
-//! `deflate_backend` rows measure miniz_oxide directly.
+//! than miniz_oxide, flate2's default and what a stock tonic build uses. So
+//! gzip has two tonic arms: `tonic_0_14`, stock tonic, whose flate2 read
+//! encoder/decoder is re-implemented over miniz_oxide exactly as flate2's
+//! default backend drives it (a `BufReader` of 32 KiB over the message, a
+//! boxed miniz state, `io::copy` through an 8 KiB stack buffer, the gzip
+//! header and CRC-32), and `tonic_0_14_zlib_rs`, tonic's code as written,
+//! run on the zlib-rs flate2 of this binary: what tonic would cost if the
+//! application also switched flate2 to zlib-rs. zstd is the same C library
+//! either way. The `deflate_backend` rows compare the two backends alone.
 
 use std::io;
 
@@ -32,14 +38,36 @@ const YIELD_THRESHOLD: usize = 32 * 1024;
 /// into `buf` behind a backfilled 5-byte prefix.
 pub struct TonicEncoder {
     encoding: CompressionEncoding,
+    backend: Backend,
     buf: BytesMut,
     uncompression_buf: BytesMut,
 }
 
+/// Which flate2 backend a tonic arm runs on (zstd ignores it).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// flate2's default, as in a stock tonic build.
+    Miniz,
+    /// flate2 as built in this binary.
+    ZlibRs,
+}
+
+/// The tonic arms for an encoding: gzip has both backends, zstd one.
+pub fn tonic_arms(encoding: CompressionEncoding) -> &'static [(&'static str, Backend)] {
+    match encoding {
+        CompressionEncoding::Gzip | CompressionEncoding::Deflate => &[
+            ("tonic_0_14", Backend::Miniz),
+            ("tonic_0_14_zlib_rs", Backend::ZlibRs),
+        ],
+        _ => &[("tonic_0_14", Backend::ZlibRs)],
+    }
+}
+
 impl TonicEncoder {
-    pub fn new(encoding: CompressionEncoding) -> Self {
+    pub fn new(encoding: CompressionEncoding, backend: Backend) -> Self {
         Self {
             encoding,
+            backend,
             buf: BytesMut::with_capacity(BUFFER_SIZE),
             uncompression_buf: BytesMut::with_capacity(BUFFER_SIZE),
         }
@@ -120,6 +148,7 @@ fn compress(
 /// `split_to(len).freeze()`).
 pub struct TonicDecoder {
     encoding: CompressionEncoding,
+    backend: Backend,
     buf: BytesMut,
     decompress_buf: BytesMut,
     body: Option<usize>,
@@ -129,9 +158,10 @@ pub struct TonicDecoder {
 const MAX_RECV: usize = 4 * 1024 * 1024;
 
 impl TonicDecoder {
-    pub fn new(encoding: CompressionEncoding) -> Self {
+    pub fn new(encoding: CompressionEncoding, backend: Backend) -> Self {
         Self {
             encoding,
+            backend,
             buf: BytesMut::with_capacity(BUFFER_SIZE),
             decompress_buf: BytesMut::new(),
             body: None,
@@ -167,6 +197,9 @@ impl TonicDecoder {
         let mut out = (&mut self.decompress_buf).limit(MAX_RECV).writer();
         let input = &self.buf[..len];
         match self.encoding {
+            CompressionEncoding::Gzip if self.backend == Backend::Miniz => {
+                miniz_gzip::decompress(input, &mut out)
+            }
             CompressionEncoding::Gzip => {
                 io::copy(&mut flate2::read::GzDecoder::new(input), &mut out)
             }
@@ -183,6 +216,94 @@ impl TonicDecoder {
         self.buf.advance(len);
         let decompressed = self.decompress_buf.len();
         Some(self.decompress_buf.split_to(decompressed).freeze())
+    }
+}
+
+/// flate2's `read::GzEncoder` / `read::GzDecoder` on its default miniz_oxide
+/// backend, step for step: what a stock tonic build runs per gzip message.
+mod miniz_gzip {
+    use std::io::{self, BufRead, BufReader, Read, Write};
+
+    use bytes::{Buf, BufMut, BytesMut};
+    use miniz_oxide::deflate::core::{CompressorOxide, create_comp_flags_from_zip_params};
+    use miniz_oxide::inflate::stream::InflateState;
+    use miniz_oxide::{DataFormat, MZFlush, MZStatus};
+
+    /// flate2's `DEFAULT_BUF_SIZE` for its internal `BufReader`.
+    const READER_BUF: usize = 32 * 1024;
+
+    /// `read::GzEncoder::new(&buf[..len], Compression::new(6))`, copied
+    /// into `out` by `io::copy`.
+    pub fn compress(decompressed_buf: &mut BytesMut, out_buf: &mut BytesMut, len: usize) {
+        let capacity = ((len / super::BUFFER_SIZE) + 1) * super::BUFFER_SIZE;
+        out_buf.reserve(capacity);
+        let mut reader = BufReader::with_capacity(READER_BUF, &decompressed_buf[..len]);
+        // `GzBuilder::into_header` builds the header in a Vec.
+        let header = vec![0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+        // flate2's miniz backend: a boxed default state, then the format
+        // and level are set.
+        let mut state = Box::new(CompressorOxide::new(create_comp_flags_from_zip_params(
+            6, -15, 0,
+        )));
+        let mut crc = crc32fast::Hasher::new();
+        let mut chunk = [0u8; 8 * 1024]; // `io::copy`'s stack buffer
+        let mut writer = out_buf.writer();
+        writer.write_all(&header).expect("write");
+        loop {
+            let input = reader.fill_buf().expect("read");
+            let eof = input.is_empty();
+            let flush = if eof { MZFlush::Finish } else { MZFlush::None };
+            let result =
+                miniz_oxide::deflate::stream::deflate(&mut state, input, &mut chunk, flush);
+            crc.update(&input[..result.bytes_consumed]);
+            let consumed = result.bytes_consumed;
+            reader.consume(consumed);
+            writer
+                .write_all(&chunk[..result.bytes_written])
+                .expect("write");
+            if result.status == Ok(MZStatus::StreamEnd) {
+                break;
+            }
+        }
+        writer
+            .write_all(&crc.finalize().to_le_bytes())
+            .expect("write");
+        writer
+            .write_all(&(len as u32).to_le_bytes())
+            .expect("write");
+        decompressed_buf.advance(len);
+    }
+
+    /// `read::GzDecoder::new(input)`, copied into `out` by `io::copy`.
+    pub fn decompress(input: &[u8], out: &mut impl Write) -> io::Result<u64> {
+        let mut reader = BufReader::with_capacity(READER_BUF, input);
+        // The bench's gzip members have the plain 10-byte header.
+        let mut header = [0u8; 10];
+        reader.read_exact(&mut header)?;
+        assert_eq!(header[..4], [0x1f, 0x8b, 8, 0]);
+        let mut state = InflateState::new_boxed(DataFormat::Raw);
+        let mut crc = crc32fast::Hasher::new();
+        let mut chunk = [0u8; 8 * 1024];
+        let mut total = 0;
+        loop {
+            let input = reader.fill_buf()?;
+            let result =
+                miniz_oxide::inflate::stream::inflate(&mut state, input, &mut chunk, MZFlush::None);
+            let consumed = result.bytes_consumed;
+            reader.consume(consumed);
+            crc.update(&chunk[..result.bytes_written]);
+            out.write_all(&chunk[..result.bytes_written])?;
+            total += result.bytes_written as u64;
+            match result.status {
+                Ok(MZStatus::StreamEnd) => break,
+                Ok(_) => {}
+                Err(error) => return Err(io::Error::other(format!("{error:?}"))),
+            }
+        }
+        let mut trailer = [0u8; 8];
+        reader.read_exact(&mut trailer)?;
+        assert_eq!(trailer[..4], crc.finalize().to_le_bytes());
+        Ok(total)
     }
 }
 

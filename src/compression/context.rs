@@ -781,16 +781,17 @@ mod tests {
         let good = compress_with(&mut compressor, &sample(1000, 3)).to_vec();
         let len = good.len();
         let mut decompressor = Decompressor::new(CompressionEncoding::Gzip);
-        let cases: [(&str, Box<dyn Fn(&mut Vec<u8>)>); 5] = [
-            ("crc", Box::new(|w| w[len - 8] ^= 1)),
-            ("size", Box::new(|w| w[len - 1] ^= 1)),
-            ("trailer cut", Box::new(|w| w.truncate(len - 3))),
-            ("reserved flag", Box::new(|w| w[3] = 0x20)),
-            ("magic", Box::new(|w| w[1] = 0)),
+        type Damage = fn(&mut Vec<u8>, usize);
+        let cases: [(&str, Damage); 5] = [
+            ("crc", |w, len| w[len - 8] ^= 1),
+            ("size", |w, len| w[len - 1] ^= 1),
+            ("trailer cut", |w, len| w.truncate(len - 3)),
+            ("reserved flag", |w, _| w[3] = 0x20),
+            ("magic", |w, _| w[1] = 0),
         ];
         for (name, damage) in cases {
             let mut wire = good.clone();
-            damage(&mut wire);
+            damage(&mut wire, len);
             let mut out = vec![1, 2];
             let err = decompressor
                 .decompress(&wire, &mut out, 1 << 20)

@@ -82,6 +82,15 @@ pub struct EnvelopeAssembler {
     inflate: Inflate,
 }
 
+#[cold]
+fn ended_inside(header: EnvelopeHeader, remaining: usize) -> Status {
+    let expected = header.len() as usize;
+    Status::internal(format!(
+        "protocol error: body ended inside a message ({} of {expected} bytes)",
+        expected - remaining
+    ))
+}
+
 /// The stream's decompression: one context and one output buffer, both
 /// created on the first compressed message and reused for the next ones.
 #[derive(Debug, Default)]
@@ -91,7 +100,14 @@ struct Inflate {
     /// copied into the slab and this buffer kept; large output is handed
     /// over whole and this buffer starts again empty.
     output: Vec<u8>,
+    /// Where a compressed payload (or trailers frame) that arrives in several
+    /// frames is gathered; grows with the bytes received.
+    input: Vec<u8>,
 }
+
+/// Largest gathering buffer kept between messages: enough for the
+/// compressed form of messages that fit the slab.
+const KEPT_INPUT_MAX: usize = 2 * SMALL_MESSAGE_MAX;
 
 /// Largest decompression buffer kept between messages: it only ever holds
 /// a message of up to [`SMALL_MESSAGE_MAX`], plus the growth step that found
@@ -115,6 +131,15 @@ impl Inflate {
         }
         decompressor.decompress(payload, &mut self.output, limit)?;
         Ok(&self.output)
+    }
+
+    /// Takes a gathering buffer back after use, unless it grew too large to
+    /// keep for the stream's life.
+    fn recycle_input(&mut self, mut input: Vec<u8>) {
+        if input.capacity() <= KEPT_INPUT_MAX {
+            input.clear();
+            self.input = input;
+        }
     }
 
     /// Hands the last output over, for a message that keeps it as its own
@@ -141,6 +166,14 @@ enum State {
     Payload {
         header: EnvelopeHeader,
         builder: MessageBuilder,
+    },
+    /// Inside a compressed message or a trailers frame whose payload has
+    /// partly arrived: it is gathered in the stream's reused input buffer
+    /// (it only passes through on its way to the decompressor or the
+    /// trailers parser), `remaining` bytes still to come.
+    Gather {
+        header: EnvelopeHeader,
+        remaining: usize,
     },
     /// After a gRPC-Web trailers frame.
     Ended,
@@ -245,13 +278,8 @@ impl EnvelopeAssembler {
             State::Header { filled, .. } => Err(Status::internal(format!(
                 "protocol error: body ended inside a message header ({filled} of {HEADER_LEN} bytes)"
             ))),
-            State::Payload { header, builder } => {
-                let expected = header.len() as usize;
-                Err(Status::internal(format!(
-                    "protocol error: body ended inside a message ({} of {expected} bytes)",
-                    expected - builder.remaining()
-                )))
-            }
+            State::Payload { header, builder } => Err(ended_inside(*header, builder.remaining())),
+            State::Gather { header, remaining } => Err(ended_inside(*header, *remaining)),
         };
         outcome.map_err(|status| self.fail(status))
     }
@@ -313,6 +341,22 @@ impl EnvelopeAssembler {
                         unreachable!("matched above");
                     };
                     return self.complete(header, builder).map(Some);
+                }
+                State::Gather { remaining, .. } => {
+                    let taken = (*remaining).min(self.frame.len());
+                    self.inflate.input.extend_from_slice(&self.frame[..taken]);
+                    self.frame.advance(taken);
+                    *remaining -= taken;
+                    if *remaining > 0 {
+                        continue;
+                    }
+                    let State::Gather { header, .. } = mem::replace(&mut self.state, IDLE) else {
+                        unreachable!("matched above");
+                    };
+                    let input = mem::take(&mut self.inflate.input);
+                    let decoded = self.transform(header, &input);
+                    self.inflate.recycle_input(input);
+                    return decoded.map(Some);
                 }
                 State::Ended => {
                     return Err(Status::internal(
@@ -376,6 +420,15 @@ impl EnvelopeAssembler {
             frame.advance(len);
             self.frame = frame;
             return decoded.map(Some);
+        }
+        if self.is_transient(header) && len > 0 {
+            // Arrives in pieces: gather it where the next one will be too.
+            self.inflate.input.clear();
+            self.state = State::Gather {
+                header,
+                remaining: len,
+            };
+            return Ok(None);
         }
         let raw_message = matches!(self.mode, Mode::Raw) && !header.is_trailers();
         let total = if raw_message { HEADER_LEN + len } else { len };

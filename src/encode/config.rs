@@ -53,10 +53,10 @@ impl EncodeConfig {
     /// meet it. `0` yields one message per batch.
     ///
     /// With a threshold of at least [`FRAME_SIZE`] (16 KiB; the default is
-    /// 32 KiB), a full batch is cut on the last 16 KiB boundary and the
-    /// bytes after it, the start of the next frame, open the next batch, so
-    /// that HTTP/2, which sends each body chunk as its own DATA frames, fills
-    /// every frame while messages are ready. A batch may then end inside a
+    /// 32 KiB), a full batch's last node (its copied-in bytes) is cut on a
+    /// 16 KiB boundary and the bytes after it, the start of the next frame,
+    /// open the next batch, so that HTTP/2, which sends each body chunk as
+    /// its own DATA frames, fills every frame while messages are ready. A batch may then end inside a
     /// message; the next one continues it. When the source has nothing ready
     /// the carried bytes go out at once, as any batch does.
     pub fn with_batch_threshold(mut self, threshold: usize) -> Self {

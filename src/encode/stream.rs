@@ -27,8 +27,12 @@ pin_project! {
     /// other into the same buffer until it holds at least the batch threshold
     /// ([`EncodeConfig::with_batch_threshold`]); the batch is yielded then, or
     /// as soon as the source returns `Pending`, ends or fails, so a message is
-    /// never held back waiting for more. Each message gets its 5-byte prefix;
-    /// compression is per message.
+    /// never held back waiting for more. A full batch's copied-in bytes are
+    /// cut on a 16 KiB frame boundary and the rest opens the next batch
+    /// ([`EncodeConfig::with_batch_threshold`]), so HTTP/2 frames leave full.
+    /// Each message gets its 5-byte prefix; compression is per message, with
+    /// one compression context for the whole stream, set up on its first
+    /// compressed message.
     ///
     /// Errors:
     /// - a **source** error is yielded after the messages completed before it,
