@@ -82,13 +82,17 @@ impl TonicEncoder {
         self.uncompression_buf.clear();
         write(&mut self.uncompression_buf);
         let len = self.uncompression_buf.len();
-        compress(
-            self.encoding,
-            &mut self.uncompression_buf,
-            &mut self.buf,
-            len,
-        )
-        .expect("bench messages compress");
+        if self.encoding == CompressionEncoding::Gzip && self.backend == Backend::Miniz {
+            miniz_gzip::compress(&mut self.uncompression_buf, &mut self.buf, len);
+        } else {
+            compress(
+                self.encoding,
+                &mut self.uncompression_buf,
+                &mut self.buf,
+                len,
+            )
+            .expect("bench messages compress");
+        }
         let compressed = self.buf.len() - offset - 5;
         self.buf[offset] = 1;
         self.buf[offset + 1..offset + 5].copy_from_slice(&(compressed as u32).to_be_bytes());
