@@ -358,7 +358,8 @@ fn deflate_backend(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("deflate_backend/decompress/{name}"));
         group.throughput(Throughput::Elements(1));
         group.sample_size(30);
-        let arms: [(&str, fn(bool) -> Inflater, bool); 4] = [
+        type Make = fn(bool) -> Inflater;
+        let arms: [(&str, Make, bool); 4] = [
             ("miniz_oxide_fresh", Inflater::miniz, false),
             ("miniz_oxide_reused", Inflater::miniz, true),
             ("zlib_rs_fresh", Inflater::zlib_rs, false),

@@ -432,7 +432,8 @@ fn deflate_backend(c: &mut Criterion) {
         let mut group = c.benchmark_group(format!("deflate_backend/compress/{name}"));
         group.throughput(Throughput::Elements(1));
         group.sample_size(30);
-        let arms: [(&str, fn(bool) -> Deflater, bool); 4] = [
+        type Make = fn(bool) -> Deflater;
+        let arms: [(&str, Make, bool); 4] = [
             ("miniz_oxide_fresh", Deflater::miniz, false),
             ("miniz_oxide_reused", Deflater::miniz, true),
             ("zlib_rs_fresh", Deflater::zlib_rs, false),
