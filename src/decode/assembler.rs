@@ -79,7 +79,9 @@ pub struct EnvelopeAssembler {
     /// caller drains with `next` before each `push`, as it should).
     queued: VecDeque<Bytes>,
     state: State,
-    inflate: Inflate,
+    /// Boxed so the assembler stays small; created on first use, so a
+    /// stream that never compresses pays nothing.
+    inflate: Option<Box<Inflate>>,
 }
 
 #[cold]
@@ -214,7 +216,7 @@ impl EnvelopeAssembler {
             frame: Bytes::new(),
             queued: VecDeque::new(),
             state: IDLE,
-            inflate: Inflate::default(),
+            inflate: None,
         }
     }
 
@@ -298,7 +300,7 @@ impl EnvelopeAssembler {
         // Release the peer's bytes now: nothing after an error is parsed.
         self.frame = Bytes::new();
         self.queued = VecDeque::new();
-        self.inflate = Inflate::default();
+        self.inflate = None;
         self.state = State::Failed(status.clone());
         status
     }
@@ -344,7 +346,8 @@ impl EnvelopeAssembler {
                 }
                 State::Gather { remaining, .. } => {
                     let taken = (*remaining).min(self.frame.len());
-                    self.inflate.input.extend_from_slice(&self.frame[..taken]);
+                    let inflate = self.inflate.get_or_insert_with(Box::default);
+                    inflate.input.extend_from_slice(&self.frame[..taken]);
                     self.frame.advance(taken);
                     *remaining -= taken;
                     if *remaining > 0 {
@@ -353,9 +356,15 @@ impl EnvelopeAssembler {
                     let State::Gather { header, .. } = mem::replace(&mut self.state, IDLE) else {
                         unreachable!("matched above");
                     };
-                    let input = mem::take(&mut self.inflate.input);
+                    let input = self
+                        .inflate
+                        .as_mut()
+                        .map(|inflate| mem::take(&mut inflate.input))
+                        .unwrap_or_default();
                     let decoded = self.transform(header, &input);
-                    self.inflate.recycle_input(input);
+                    if let Some(inflate) = self.inflate.as_mut() {
+                        inflate.recycle_input(input);
+                    }
                     return decoded.map(Some);
                 }
                 State::Ended => {
@@ -423,7 +432,7 @@ impl EnvelopeAssembler {
         }
         if self.is_transient(header) && len > 0 {
             // Arrives in pieces: gather it where the next one will be too.
-            self.inflate.input.clear();
+            self.inflate.get_or_insert_with(Box::default).input.clear();
             self.state = State::Gather {
                 header,
                 remaining: len,
@@ -490,7 +499,8 @@ impl EnvelopeAssembler {
         if header.is_trailers() {
             let trailers = if header.is_compressed() {
                 let encoding = self.encoding()?;
-                parse_trailers(self.inflate.run(encoding, payload, MAX_TRAILERS_SIZE)?)?
+                let inflate = self.inflate.get_or_insert_with(Box::default);
+                parse_trailers(inflate.run(encoding, payload, MAX_TRAILERS_SIZE)?)?
             } else {
                 parse_trailers(payload)?
             };
@@ -506,10 +516,11 @@ impl EnvelopeAssembler {
     /// sized) for a large one.
     fn decompress_message(&mut self, payload: &[u8]) -> Result<Bytes, Status> {
         let encoding = self.encoding()?;
-        let output = self.inflate.run(encoding, payload, self.max_receive)?;
+        let inflate = self.inflate.get_or_insert_with(Box::default);
+        let output = inflate.run(encoding, payload, self.max_receive)?;
         if output.len() <= SMALL_MESSAGE_MAX {
             return Ok(self.buffers.copy_slice(output));
         }
-        Ok(self.buffers.place(self.inflate.take_output()))
+        Ok(self.buffers.place(inflate.take_output()))
     }
 }
