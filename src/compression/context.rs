@@ -15,9 +15,18 @@
 //! here: a zlib-rs inflate state in gzip mode is rebuilt on every reset,
 //! a raw one is reset in place.
 
+// With no compressing feature enabled only `identity` is left, and the
+// shared deflate/zstd helpers below go unused.
+#![cfg_attr(
+    not(any(feature = "gzip", feature = "deflate", feature = "zstd")),
+    allow(dead_code)
+)]
+
 use bytes::{Buf, BytesMut};
 
-use super::{Compression, CompressionEncoding, unsupported, zstd_window_log_max};
+#[cfg(feature = "zstd")]
+use super::zstd_window_log_max;
+use super::{Compression, CompressionEncoding, unsupported};
 use crate::envelope::too_large;
 use crate::status::{Code, Status};
 
@@ -32,6 +41,7 @@ const MIN_OUTPUT: usize = 256;
 /// deflate cannot expand data by more than about 1032:1, so a declared
 /// decompressed size above that many times the input is a lie; it is
 /// believed (for an exact first allocation) only up to this ratio.
+#[cfg(any(feature = "gzip", feature = "zstd"))]
 const MAX_DEFLATE_RATIO: usize = 1032;
 
 /// Compresses the messages of one stream, reusing one context.
@@ -83,7 +93,7 @@ impl Compressor {
     pub fn compress(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), Status> {
         let start = out.len();
         let len = input.remaining();
-        let result = match self.compression.encoding {
+        let result: Result<(), String> = match self.compression.encoding {
             CompressionEncoding::Identity => {
                 while input.has_remaining() {
                     let chunk = input.chunk();
@@ -252,7 +262,7 @@ impl std::fmt::Debug for Compressor {
 /// The fixed 10-byte gzip member header this crate writes: deflate, no
 /// flags, no modification time, unknown OS (as zlib's `gzip` mode does
 /// without a header of its own).
-#[cfg(feature = "gzip")]
+#[cfg(any(feature = "gzip", feature = "deflate"))]
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
 
 /// zlib's `deflateBound` for default settings, plus the zlib wrapper: the
@@ -328,7 +338,7 @@ impl Decompressor {
     ) -> Result<(), Status> {
         let start = out.len();
         let mut sink = Sink { out, start, limit };
-        let result = match self.encoding {
+        let result: Result<(), Failure> = match self.encoding {
             CompressionEncoding::Identity => sink.copy(input),
             #[cfg(feature = "gzip")]
             CompressionEncoding::Gzip => self.gunzip(input, &mut sink),
@@ -603,6 +613,7 @@ impl Sink<'_> {
         self.out.len() - self.start
     }
 
+    #[cfg(feature = "gzip")]
     fn output(&self) -> &[u8] {
         &self.out[self.start..]
     }
@@ -613,6 +624,7 @@ impl Sink<'_> {
 
     /// Reserves for a declared output size, as far as `input_len` bytes of
     /// compressed data can plausibly produce and the limit allows.
+    #[cfg(any(feature = "gzip", feature = "zstd"))]
     fn expect(&mut self, declared: usize, input_len: usize) {
         let believable = input_len
             .saturating_mul(MAX_DEFLATE_RATIO)
