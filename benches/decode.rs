@@ -12,9 +12,10 @@ mod support;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use grpc_stream_codec::compression::Compressor;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::{DEFAULT_MAX_RECEIVE_SIZE, EnvelopeHeader, HEADER_LEN};
-use grpc_stream_codec::{Limits, Status};
+use grpc_stream_codec::{Compression, CompressionEncoding, Limits, Status};
 use std::hint::black_box;
 
 const KIB: usize = 1024;
@@ -256,5 +257,126 @@ fn decode(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, decode);
+/// Messages per iteration of the compressed rows.
+const BURST: usize = 64;
+
+/// A payload that compresses about 2:1, as in the encode bench.
+fn compressible(size: usize) -> Vec<u8> {
+    let mut state = 0x2545_f491_u32;
+    (0..size)
+        .map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            b"abcdefghijklmnop"[(state >> 28) as usize]
+        })
+        .collect()
+}
+
+/// Per compressed message, on one long-lived reader per arm: the
+/// `EnvelopeAssembler` (one decompression context per stream) against
+/// tonic 0.14's path (a fresh read decoder per message). Each iteration
+/// feeds `BURST` compressed messages in 16 KiB frames.
+fn compressed(c: &mut Criterion) {
+    for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Zstd] {
+        for (name, size) in [("256B", 256), ("4KiB", 4096)] {
+            let plain = compressible(size);
+            let mut wire = Vec::new();
+            let mut compressor = Compressor::new(Compression::new(encoding));
+            for _ in 0..BURST {
+                let mut payload = BytesMut::new();
+                compressor
+                    .compress(&mut &plain[..], &mut payload)
+                    .expect("compress");
+                wire.extend_from_slice(
+                    &EnvelopeHeader::message(true, payload.len() as u32).to_bytes(),
+                );
+                wire.extend_from_slice(&payload);
+            }
+            let frames = cut(wire, H2_FRAME);
+            let mut group = c.benchmark_group(format!("decode_compressed/{encoding}/{name}"));
+            group.throughput(Throughput::Elements(BURST as u64));
+            group.sample_size(30);
+
+            let mut assembler = EnvelopeAssembler::new(Limits::default(), Some(encoding));
+            let mut run_crate = || {
+                let mut messages = 0;
+                for frame in &frames {
+                    assembler.push(frame.clone());
+                    while let Some(decoded) = assembler.next().expect("bench frames are valid") {
+                        let Decoded::Message(message) = decoded else {
+                            panic!("no trailers in bench frames");
+                        };
+                        debug_assert_eq!(message.len(), size);
+                        black_box(message);
+                        messages += 1;
+                    }
+                }
+                messages
+            };
+            assert_eq!(run_crate(), BURST);
+            support::print_allocs_per_message(
+                &format!("decode_compressed crate {encoding} {name}"),
+                64,
+                &mut run_crate,
+            );
+            group.bench_function("crate", |b| b.iter(&mut run_crate));
+
+            for &(arm, backend) in support::compression::tonic_arms(encoding) {
+                let mut tonic = support::compression::TonicDecoder::new(encoding, backend);
+                let mut run_tonic = || {
+                    let mut messages = 0;
+                    for frame in &frames {
+                        tonic.push(frame);
+                        while let Some(message) = tonic.next() {
+                            assert_eq!(message.len(), size);
+                            black_box(message);
+                            messages += 1;
+                        }
+                    }
+                    messages
+                };
+                assert_eq!(run_tonic(), BURST);
+                support::print_allocs_per_message(
+                    &format!("decode_compressed {arm} {encoding} {name}"),
+                    64,
+                    &mut run_tonic,
+                );
+                group.bench_function(arm, |b| b.iter(&mut run_tonic));
+            }
+            group.finish();
+        }
+    }
+}
+
+/// Raw inflate, one message per iteration: miniz_oxide (flate2's default
+/// backend) against zlib-rs (this crate's), fresh per message or reset.
+fn deflate_backend(c: &mut Criterion) {
+    use support::compression::backend::{Deflater, Inflater};
+    for (name, size) in [("256B", 256), ("4KiB", 4096)] {
+        let plain = compressible(size);
+        let mut compressed = Vec::new();
+        Deflater::zlib_rs(false).compress(&plain, &mut compressed);
+        let mut group = c.benchmark_group(format!("deflate_backend/decompress/{name}"));
+        group.throughput(Throughput::Elements(1));
+        group.sample_size(30);
+        type Make = fn(bool) -> Inflater;
+        let arms: [(&str, Make, bool); 4] = [
+            ("miniz_oxide_fresh", Inflater::miniz, false),
+            ("miniz_oxide_reused", Inflater::miniz, true),
+            ("zlib_rs_fresh", Inflater::zlib_rs, false),
+            ("zlib_rs_reused", Inflater::zlib_rs, true),
+        ];
+        for (arm, make, reused) in arms {
+            let mut inflater = make(reused);
+            let mut out = vec![0; size];
+            assert_eq!(inflater.decompress(&compressed, &mut out), size);
+            assert_eq!(out, plain);
+            group.bench_function(arm, |b| {
+                b.iter(|| inflater.decompress(black_box(&compressed), &mut out))
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, decode, compressed, deflate_backend);
 criterion_main!(benches);

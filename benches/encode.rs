@@ -20,7 +20,9 @@ use grpc_stream_codec::envelope::{EnvelopeHeader, HEADER_LEN};
 use grpc_stream_codec::{Compression, CompressionEncoding, Status};
 use http_body::Frame;
 use linkedbytes::{LinkedBytes, Node};
+use std::cell::Cell;
 use std::hint::black_box;
+use std::rc::Rc;
 
 /// The message shapes: payload size and whether the encoder copies the
 /// payload in or links it as a node of its own (what pilota does with a
@@ -89,6 +91,18 @@ fn write_field(item: &Bytes, zero_copy: bool, dst: &mut LinkedBytes) {
     } else {
         dst.put_slice(item);
     }
+}
+
+/// [`write_field`] into any buffer, copying the bytes in.
+fn write_field_to(item: &Bytes, dst: &mut impl BufMut) {
+    dst.put_u8(0x0a);
+    let mut len = item.len() as u64;
+    while len >= 0x80 {
+        dst.put_u8(len as u8 | 0x80);
+        len >>= 7;
+    }
+    dst.put_u8(len as u8);
+    dst.put_slice(item);
 }
 
 fn varint_len(len: usize) -> usize {
@@ -330,5 +344,111 @@ fn encode(c: &mut Criterion) {
     }
 }
 
-criterion_group!(benches, encode);
+/// Messages per iteration of the compressed rows.
+const BURST: usize = 64;
+
+/// Per compressed message, on one long-lived stream per arm: this crate's
+/// `EncodeStream` (one compression context per stream) against tonic 0.14's
+/// path (a fresh read encoder per message). Each iteration hands the stream
+/// a burst of `BURST` ready messages and drains it.
+fn compressed(c: &mut Criterion) {
+    for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Zstd] {
+        for (name, size) in [("256B", 256), ("4KiB", 4096)] {
+            let item = payload(size);
+            let mut group = c.benchmark_group(format!("encode_compressed/{encoding}/{name}"));
+            group.throughput(Throughput::Elements(BURST as u64));
+            group.sample_size(30);
+
+            let left = Rc::new(Cell::new(0));
+            let source = support::Burst {
+                item: item.clone(),
+                left: left.clone(),
+            };
+            let config = EncodeConfig::new().with_compression(Some(Compression::new(encoding)));
+            let mut stream = EncodeStream::new(source, Field { zero_copy: false }, config);
+            let mut run_crate = || {
+                left.set(BURST);
+                let mut messages = 0;
+                support::drain_burst(&mut stream, |batch| {
+                    let batch = batch.expect("bench messages encode");
+                    messages += batch.message_count();
+                    for frame in batch.into_frames() {
+                        black_box(frame);
+                    }
+                });
+                messages
+            };
+            assert_eq!(run_crate(), BURST);
+            support::print_allocs_per_message(
+                &format!("encode_compressed crate {encoding} {name}"),
+                64,
+                &mut run_crate,
+            );
+            group.bench_function("crate", |b| b.iter(&mut run_crate));
+
+            for &(arm, backend) in support::compression::tonic_arms(encoding) {
+                let mut tonic = support::compression::TonicEncoder::new(encoding, backend);
+                // The arm's output is a valid message, the field it was given.
+                let _ = tonic.encode(|buf| write_field_to(&item, buf));
+                let wire = tonic.flush().expect("one message");
+                let mut field = Vec::new();
+                grpc_stream_codec::compression::decompress(
+                    encoding,
+                    &mut &wire[5..],
+                    &mut field,
+                    usize::MAX,
+                )
+                .expect("the tonic arm's output decompresses");
+                assert_eq!(&field[field.len() - size..], &item[..]);
+                let mut run_tonic = || {
+                    for _ in 0..BURST {
+                        // prost writes the field straight into tonic's buffer.
+                        let batch = tonic.encode(|buf| write_field_to(&item, buf));
+                        black_box(batch);
+                    }
+                    black_box(tonic.flush());
+                    BURST
+                };
+                support::print_allocs_per_message(
+                    &format!("encode_compressed {arm} {encoding} {name}"),
+                    64,
+                    &mut run_tonic,
+                );
+                group.bench_function(arm, |b| b.iter(&mut run_tonic));
+            }
+            group.finish();
+        }
+    }
+}
+
+/// Raw deflate, level 6, one message per iteration: flate2's default
+/// backend (miniz_oxide) against the zlib-rs backend this crate enables,
+/// each with a fresh context per message and with one reset between
+/// messages.
+fn deflate_backend(c: &mut Criterion) {
+    use support::compression::backend::Deflater;
+    for (name, size) in [("256B", 256), ("4KiB", 4096)] {
+        let input = payload(size);
+        let mut group = c.benchmark_group(format!("deflate_backend/compress/{name}"));
+        group.throughput(Throughput::Elements(1));
+        group.sample_size(30);
+        type Make = fn(bool) -> Deflater;
+        let arms: [(&str, Make, bool); 4] = [
+            ("miniz_oxide_fresh", Deflater::miniz, false),
+            ("miniz_oxide_reused", Deflater::miniz, true),
+            ("zlib_rs_fresh", Deflater::zlib_rs, false),
+            ("zlib_rs_reused", Deflater::zlib_rs, true),
+        ];
+        for (arm, make, reused) in arms {
+            let mut deflater = make(reused);
+            let mut out = Vec::new();
+            group.bench_function(arm, |b| {
+                b.iter(|| deflater.compress(black_box(&input), &mut out))
+            });
+        }
+        group.finish();
+    }
+}
+
+criterion_group!(benches, encode, compressed, deflate_backend);
 criterion_main!(benches);

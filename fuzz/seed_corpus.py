@@ -45,6 +45,28 @@ for i, payload in enumerate(PAYLOADS):
             write("assembler", f"{selector}-{i}", bytes([selector, 0]) + body)
             write("assembler", f"raw-{selector}-{i}", bytes([5, 3, 7, 0x81, 200]) + body)
 
+# gzip members with the optional header fields (name, comment, extra, CRC-16),
+# which this crate parses itself.
+def gzip_with_fields(payload, flags, extra=b"", name=b"", comment=b""):
+    header = bytearray(b"\x1f\x8b\x08" + bytes([flags]) + b"\0\0\0\0\0\xff")
+    if flags & 4:
+        header += struct.pack("<H", len(extra)) + extra
+    if flags & 8:
+        header += name + b"\0"
+    if flags & 16:
+        header += comment + b"\0"
+    if flags & 2:
+        header += struct.pack("<H", zlib.crc32(bytes(header)) & 0xFFFF)
+    raw = zlib.compressobj(6, zlib.DEFLATED, -15)
+    body = raw.compress(payload) + raw.flush()
+    return bytes(header) + body + struct.pack("<II", zlib.crc32(payload), len(payload))
+
+
+for i, flags in enumerate([2, 4, 8, 16, 30]):
+    data = gzip_with_fields(b"fields" * 20, flags, b"\x01\x02xy", b"name.txt", b"note")
+    write("decompress", f"gzip-fields-{i}", b"\x01" + data)
+    write("assembler", f"gzip-fields-{i}", bytes([1, 0]) + envelope(1, data))
+
 write("assembler", "plain", bytes([0, 2, 3, 11]) + envelope(0, b"hi") + envelope(0, b"there"))
 write("status_headers", "full", b"\x00 3\x00\x01bad%20thing\x00\x02AAEC\x00\x03v\x00\x04YQ==")
 write("status_headers", "ok", b"\x000")

@@ -11,13 +11,15 @@
 //! assert_eq!(ours.negotiate(theirs), Some(CompressionEncoding::Gzip));
 //! ```
 
-use std::fmt;
-use std::io::{self, Write};
+mod context;
 
-use bytes::{Buf, BufMut};
+use std::fmt;
+
+use bytes::{Buf, BufMut, BytesMut};
 use http::HeaderValue;
 
-use crate::envelope::too_large;
+pub use context::{Compressor, Decompressor};
+
 use crate::status::{Code, Status};
 
 /// Header naming the encoding of compressed messages on a stream.
@@ -169,43 +171,13 @@ impl Compression {
 
     /// Compresses all of `input` (consuming it) and appends the result to `out`.
     ///
-    /// `Identity` copies the input as it is.
+    /// `Identity` copies the input as it is. Each call sets up a context of
+    /// its own; a stream of messages should keep a [`Compressor`] instead.
     pub fn compress(&self, input: &mut impl Buf, out: &mut impl BufMut) -> Result<(), Status> {
-        let mut sink = out.writer();
-        let result = match self.encoding {
-            CompressionEncoding::Identity => copy_all(input, &mut sink),
-            #[cfg(feature = "gzip")]
-            CompressionEncoding::Gzip => {
-                let mut encoder = flate2::write::GzEncoder::new(&mut sink, self.flate_level());
-                copy_all(input, &mut encoder).and_then(|()| encoder.finish().map(drop))
-            }
-            #[cfg(feature = "deflate")]
-            CompressionEncoding::Deflate => {
-                let mut encoder = flate2::write::ZlibEncoder::new(&mut sink, self.flate_level());
-                copy_all(input, &mut encoder).and_then(|()| encoder.finish().map(drop))
-            }
-            #[cfg(feature = "zstd")]
-            CompressionEncoding::Zstd => {
-                zstd::stream::write::Encoder::new(&mut sink, self.zstd_level()).and_then(
-                    |mut encoder| {
-                        // A known size lets zstd pick a window no larger than
-                        // the message, which receivers then allocate.
-                        encoder.set_pledged_src_size(Some(input.remaining() as u64))?;
-                        encoder.include_contentsize(true)?;
-                        copy_all(input, &mut encoder)?;
-                        encoder.finish().map(drop)
-                    },
-                )
-            }
-            #[allow(unreachable_patterns)]
-            other => return Err(unsupported(other)),
-        };
-        result.map_err(|error| {
-            Status::new(
-                Code::Internal,
-                format!("{} compression failed: {error}", self.encoding),
-            )
-        })
+        let mut compressed = BytesMut::new();
+        Compressor::new(*self).compress(input, &mut compressed)?;
+        out.put_slice(&compressed);
+        Ok(())
     }
 
     #[cfg(any(feature = "gzip", feature = "deflate"))]
@@ -244,65 +216,25 @@ impl From<CompressionEncoding> for Compression {
 /// bytes of capacity, so a small bomb cannot make a large allocation. Corrupt
 /// input is `internal`, and so is input with bytes left over after the end of
 /// the compressed stream (they would otherwise be dropped unseen).
+///
+/// Each call sets up a context of its own; a stream of messages should keep
+/// a [`Decompressor`] instead.
 pub fn decompress(
     encoding: CompressionEncoding,
     input: &mut impl Buf,
     out: &mut Vec<u8>,
     limit: usize,
 ) -> Result<(), Status> {
-    let start = out.len();
-    let mut sink = BoundedSink {
-        out,
-        start,
-        limit,
-        overflowed: false,
-    };
-    // Readers over the input, not writers into the sink: a reader reports a
-    // stream that ends early, which a corrupt or truncated payload must be.
-    let reader = (&mut *input).reader();
-    let result = match encoding {
-        CompressionEncoding::Identity => copy_reader(reader, &mut sink),
-        #[cfg(feature = "gzip")]
-        CompressionEncoding::Gzip => {
-            copy_reader(flate2::bufread::GzDecoder::new(reader), &mut sink)
-        }
-        #[cfg(feature = "deflate")]
-        CompressionEncoding::Deflate => {
-            copy_reader(flate2::bufread::ZlibDecoder::new(reader), &mut sink)
-        }
-        #[cfg(feature = "zstd")]
-        CompressionEncoding::Zstd => {
-            zstd::stream::read::Decoder::with_buffer(reader).and_then(|mut decoder| {
-                decoder.window_log_max(zstd_window_log_max(limit))?;
-                copy_reader(decoder.single_frame(), &mut sink)
-            })
-        }
-        #[allow(unreachable_patterns)]
-        other => return Err(unsupported(other)),
+    let mut decompressor = Decompressor::new(encoding);
+    let len = input.remaining();
+    if input.chunk().len() == len {
+        decompressor.decompress(input.chunk(), out, limit)?;
+        input.advance(len);
+    } else {
+        let joined = input.copy_to_bytes(len);
+        decompressor.decompress(&joined, out, limit)?;
     }
-    .and_then(|()| {
-        // A decoder stops at the end of its stream; bytes after it would be
-        // silently dropped, so they make the payload corrupt.
-        match input.remaining() {
-            0 => Ok(()),
-            left => Err(io::Error::other(format!(
-                "{left} bytes after the end of the compressed data"
-            ))),
-        }
-    });
-    if sink.overflowed {
-        // Report the size that would have been reached, not what was written.
-        let written = sink.out.len() - start;
-        sink.out.truncate(start);
-        return Err(too_large(written.saturating_add(1).max(limit + 1), limit));
-    }
-    result.map_err(|error| {
-        sink.out.truncate(start);
-        Status::new(
-            Code::Internal,
-            format!("{encoding} decompression failed: {error}"),
-        )
-    })
+    Ok(())
 }
 
 /// The largest zstd window a frame may declare when at most `limit` bytes
@@ -325,53 +257,6 @@ fn unsupported(encoding: CompressionEncoding) -> Status {
             EncodingSet::supported()
         ),
     )
-}
-
-/// Writes every chunk of `input` to `writer`, consuming it.
-fn copy_all(input: &mut impl Buf, writer: &mut impl Write) -> io::Result<()> {
-    while input.has_remaining() {
-        let chunk = input.chunk();
-        let len = chunk.len();
-        writer.write_all(chunk)?;
-        input.advance(len);
-    }
-    Ok(())
-}
-
-fn copy_reader(mut reader: impl io::Read, sink: &mut impl Write) -> io::Result<()> {
-    io::copy(&mut reader, sink).map(drop)
-}
-
-/// A writer into a `Vec` that refuses to hold more than `limit` new bytes and
-/// grows its capacity by doubling, capped at the limit.
-struct BoundedSink<'a> {
-    out: &'a mut Vec<u8>,
-    start: usize,
-    limit: usize,
-    overflowed: bool,
-}
-
-impl Write for BoundedSink<'_> {
-    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
-        let written = self.out.len() - self.start;
-        let room = self.limit - written;
-        if buf.len() > room {
-            self.overflowed = true;
-            return Err(io::Error::other("decompressed size exceeds the limit"));
-        }
-        let needed = self.out.len() + buf.len();
-        if needed > self.out.capacity() {
-            let doubled = self.out.capacity().saturating_mul(2).max(256);
-            let target = doubled.clamp(needed, self.start + self.limit);
-            self.out.reserve_exact(target - self.out.len());
-        }
-        self.out.extend_from_slice(buf);
-        Ok(buf.len())
-    }
-
-    fn flush(&mut self) -> io::Result<()> {
-        Ok(())
-    }
 }
 
 /// A set of encodings, as listed in `grpc-accept-encoding`.

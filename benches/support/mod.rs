@@ -5,6 +5,7 @@
 #![allow(dead_code)]
 
 pub mod alloc;
+pub mod compression;
 
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
@@ -39,5 +40,36 @@ pub fn drain_ready<S: Stream + Unpin>(stream: &mut S, mut f: impl FnMut(S::Item)
             Poll::Ready(None) => return,
             Poll::Pending => panic!("bench sources are always ready"),
         }
+    }
+}
+
+/// A source that yields `left` messages, then `Pending` until refilled: a
+/// long-lived stream that is handed a burst of ready messages per
+/// iteration, so its per-stream state (batch buffer, compression contexts)
+/// is in steady state after the first.
+pub struct Burst<T> {
+    pub item: T,
+    pub left: std::rc::Rc<std::cell::Cell<usize>>,
+}
+
+impl<T: Clone + Unpin> Stream for Burst<T> {
+    type Item = Result<T, grpc_stream_codec::Status>;
+
+    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.left.get() {
+            0 => Poll::Pending,
+            left => {
+                self.left.set(left - 1);
+                Poll::Ready(Some(Ok(self.item.clone())))
+            }
+        }
+    }
+}
+
+/// Polls `stream` until it returns `Pending`, handing each item to `f`.
+pub fn drain_burst<S: Stream + Unpin>(stream: &mut S, mut f: impl FnMut(S::Item)) {
+    let mut cx = Context::from_waker(Waker::noop());
+    while let Poll::Ready(Some(item)) = Pin::new(&mut *stream).poll_next(&mut cx) {
+        f(item);
     }
 }

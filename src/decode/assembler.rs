@@ -6,9 +6,9 @@ use std::mem;
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 
-use super::buffers::{MessageBuffers, MessageBuilder};
+use super::buffers::{MessageBuffers, MessageBuilder, SMALL_MESSAGE_MAX};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
-use crate::compression::{CompressionEncoding, decompress};
+use crate::compression::{CompressionEncoding, Decompressor};
 use crate::envelope::{EnvelopeHeader, FLAG_COMPRESSED, HEADER_LEN, Limits};
 use crate::status::Status;
 
@@ -79,6 +79,76 @@ pub struct EnvelopeAssembler {
     /// caller drains with `next` before each `push`, as it should).
     queued: VecDeque<Bytes>,
     state: State,
+    /// Boxed so the assembler stays small; created on first use, so a
+    /// stream that never compresses pays nothing.
+    inflate: Option<Box<Inflate>>,
+}
+
+#[cold]
+fn ended_inside(header: EnvelopeHeader, remaining: usize) -> Status {
+    let expected = header.len() as usize;
+    Status::internal(format!(
+        "protocol error: body ended inside a message ({} of {expected} bytes)",
+        expected - remaining
+    ))
+}
+
+/// The stream's decompression: one context and one output buffer, both
+/// created on the first compressed message and reused for the next ones.
+#[derive(Debug, Default)]
+struct Inflate {
+    decompressor: Option<Decompressor>,
+    /// Where a message is decompressed before it is placed: small output is
+    /// copied into the slab and this buffer kept; large output is handed
+    /// over whole and this buffer starts again empty.
+    output: Vec<u8>,
+    /// Where a compressed payload (or trailers frame) that arrives in several
+    /// frames is gathered; grows with the bytes received.
+    input: Vec<u8>,
+}
+
+/// Largest gathering buffer kept between messages: enough for the
+/// compressed form of messages that fit the slab.
+const KEPT_INPUT_MAX: usize = 2 * SMALL_MESSAGE_MAX;
+
+/// Largest decompression buffer kept between messages: it only ever holds
+/// a message of up to [`SMALL_MESSAGE_MAX`], plus the growth step that found
+/// its end.
+const KEPT_OUTPUT_MAX: usize = 2 * SMALL_MESSAGE_MAX;
+
+impl Inflate {
+    /// Decompresses one payload, bounded by `limit`, into the reused buffer.
+    fn run(
+        &mut self,
+        encoding: CompressionEncoding,
+        payload: &[u8],
+        limit: usize,
+    ) -> Result<&[u8], Status> {
+        let decompressor = self
+            .decompressor
+            .get_or_insert_with(|| Decompressor::new(encoding));
+        self.output.clear();
+        if self.output.capacity() > KEPT_OUTPUT_MAX {
+            self.output = Vec::new();
+        }
+        decompressor.decompress(payload, &mut self.output, limit)?;
+        Ok(&self.output)
+    }
+
+    /// Takes a gathering buffer back after use, unless it grew too large to
+    /// keep for the stream's life.
+    fn recycle_input(&mut self, mut input: Vec<u8>) {
+        if input.capacity() <= KEPT_INPUT_MAX {
+            input.clear();
+            self.input = input;
+        }
+    }
+
+    /// Hands the last output over, for a message that keeps it as its own
+    /// allocation.
+    fn take_output(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.output)
+    }
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -98,6 +168,14 @@ enum State {
     Payload {
         header: EnvelopeHeader,
         builder: MessageBuilder,
+    },
+    /// Inside a compressed message or a trailers frame whose payload has
+    /// partly arrived: it is gathered in the stream's reused input buffer
+    /// (it only passes through on its way to the decompressor or the
+    /// trailers parser), `remaining` bytes still to come.
+    Gather {
+        header: EnvelopeHeader,
+        remaining: usize,
     },
     /// After a gRPC-Web trailers frame.
     Ended,
@@ -138,6 +216,7 @@ impl EnvelopeAssembler {
             frame: Bytes::new(),
             queued: VecDeque::new(),
             state: IDLE,
+            inflate: None,
         }
     }
 
@@ -201,13 +280,8 @@ impl EnvelopeAssembler {
             State::Header { filled, .. } => Err(Status::internal(format!(
                 "protocol error: body ended inside a message header ({filled} of {HEADER_LEN} bytes)"
             ))),
-            State::Payload { header, builder } => {
-                let expected = header.len() as usize;
-                Err(Status::internal(format!(
-                    "protocol error: body ended inside a message ({} of {expected} bytes)",
-                    expected - builder.remaining()
-                )))
-            }
+            State::Payload { header, builder } => Err(ended_inside(*header, builder.remaining())),
+            State::Gather { header, remaining } => Err(ended_inside(*header, *remaining)),
         };
         outcome.map_err(|status| self.fail(status))
     }
@@ -226,6 +300,7 @@ impl EnvelopeAssembler {
         // Release the peer's bytes now: nothing after an error is parsed.
         self.frame = Bytes::new();
         self.queued = VecDeque::new();
+        self.inflate = None;
         self.state = State::Failed(status.clone());
         status
     }
@@ -268,6 +343,29 @@ impl EnvelopeAssembler {
                         unreachable!("matched above");
                     };
                     return self.complete(header, builder).map(Some);
+                }
+                State::Gather { remaining, .. } => {
+                    let taken = (*remaining).min(self.frame.len());
+                    let inflate = self.inflate.get_or_insert_with(Box::default);
+                    inflate.input.extend_from_slice(&self.frame[..taken]);
+                    self.frame.advance(taken);
+                    *remaining -= taken;
+                    if *remaining > 0 {
+                        continue;
+                    }
+                    let State::Gather { header, .. } = mem::replace(&mut self.state, IDLE) else {
+                        unreachable!("matched above");
+                    };
+                    let input = self
+                        .inflate
+                        .as_mut()
+                        .map(|inflate| mem::take(&mut inflate.input))
+                        .unwrap_or_default();
+                    let decoded = self.transform(header, &input);
+                    if let Some(inflate) = self.inflate.as_mut() {
+                        inflate.recycle_input(input);
+                    }
+                    return decoded.map(Some);
                 }
                 State::Ended => {
                     return Err(Status::internal(
@@ -332,6 +430,15 @@ impl EnvelopeAssembler {
             self.frame = frame;
             return decoded.map(Some);
         }
+        if self.is_transient(header) && len > 0 {
+            // Arrives in pieces: gather it where the next one will be too.
+            self.inflate.get_or_insert_with(Box::default).input.clear();
+            self.state = State::Gather {
+                header,
+                remaining: len,
+            };
+            return Ok(None);
+        }
         let raw_message = matches!(self.mode, Mode::Raw) && !header.is_trailers();
         let total = if raw_message { HEADER_LEN + len } else { len };
         let mut builder = self.buffers.builder(total);
@@ -391,21 +498,29 @@ impl EnvelopeAssembler {
     fn transform(&mut self, header: EnvelopeHeader, payload: &[u8]) -> Result<Decoded, Status> {
         if header.is_trailers() {
             let trailers = if header.is_compressed() {
-                parse_trailers(&self.decompress(payload, MAX_TRAILERS_SIZE)?)?
+                let encoding = self.encoding()?;
+                let inflate = self.inflate.get_or_insert_with(Box::default);
+                parse_trailers(inflate.run(encoding, payload, MAX_TRAILERS_SIZE)?)?
             } else {
                 parse_trailers(payload)?
             };
             self.state = State::Ended;
             return Ok(Decoded::EndStream(Box::new(trailers)));
         }
-        let message = self.decompress(payload, self.max_receive)?;
-        Ok(Decoded::Message(self.buffers.place(message)))
+        self.decompress_message(payload).map(Decoded::Message)
     }
 
-    fn decompress(&self, mut payload: &[u8], limit: usize) -> Result<Vec<u8>, Status> {
+    /// Decompresses one message payload with the stream's context, bounded
+    /// by the receive limit, into memory the message owns alone: a slab
+    /// region for a small message, the decompression buffer itself (exactly
+    /// sized) for a large one.
+    fn decompress_message(&mut self, payload: &[u8]) -> Result<Bytes, Status> {
         let encoding = self.encoding()?;
-        let mut out = Vec::new();
-        decompress(encoding, &mut payload, &mut out, limit)?;
-        Ok(out)
+        let inflate = self.inflate.get_or_insert_with(Box::default);
+        let output = inflate.run(encoding, payload, self.max_receive)?;
+        if output.len() <= SMALL_MESSAGE_MAX {
+            return Ok(self.buffers.copy_slice(output));
+        }
+        Ok(self.buffers.place(inflate.take_output()))
     }
 }

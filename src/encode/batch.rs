@@ -5,11 +5,14 @@ use std::{slice, vec};
 use bytes::Bytes;
 use http_body::Frame;
 
-/// One or more complete, framed gRPC messages, held as the byte nodes they
-/// were encoded into.
+/// Framed gRPC messages, held as the byte nodes they were encoded into.
 ///
 /// Concatenated, the nodes are the exact wire bytes: each message's 5-byte
-/// prefix followed by its payload. A node may hold several messages, and a
+/// prefix followed by its payload. A full batch of a stream whose batch
+/// threshold is at least one HTTP/2 frame has its last node cut to a
+/// multiple of 16 KiB ([`FRAME_SIZE`](super::FRAME_SIZE)), so it may end
+/// inside a message that the next batch continues; the stream's batches
+/// together are always whole messages. A node may hold several messages, and a
 /// message may span several nodes (a field inserted by reference stays its
 /// own node), so send the nodes in order, for example one data frame each
 /// ([`EncodedBatch::into_frames`]). Empty nodes are never included.
@@ -50,7 +53,7 @@ impl EncodedBatch {
         self.len == 0
     }
 
-    /// Number of complete messages in the batch.
+    /// Number of messages whose last byte is in the batch.
     pub fn message_count(&self) -> usize {
         self.messages
     }

@@ -8,6 +8,7 @@ use bytes::{Buf, Bytes, BytesMut};
 use linkedbytes::{LinkedBytes, Node};
 
 use super::batch::EncodedBatch;
+use super::config::FRAME_SIZE;
 use crate::status::Status;
 
 /// Spare room below which a new batch reserves a fresh stretch: enough for
@@ -58,6 +59,16 @@ pub(crate) struct BatchBuffer {
     nodes: usize,
     node_bytes: usize,
     messages: usize,
+    /// Frame accounting in the trailing buffer for
+    /// [`BatchBuffer::take_filling`]: where the trailing buffer starts in
+    /// the batch, the last [`FRAME_SIZE`] multiple (from that start) a
+    /// completed message reached, and how many completed messages end after
+    /// it, the ones a cut there would carry.
+    tail_start: usize,
+    boundary: usize,
+    after_boundary: usize,
+    /// Whether [`BatchBuffer::prepare_batch`] ran since the last cut.
+    prepared: bool,
 }
 
 impl BatchBuffer {
@@ -72,6 +83,10 @@ impl BatchBuffer {
             nodes: 0,
             node_bytes: 0,
             messages: 0,
+            tail_start: 0,
+            boundary: 0,
+            after_boundary: 0,
+            prepared: false,
         }
     }
 
@@ -103,15 +118,24 @@ impl BatchBuffer {
     /// place once the consumer has dropped the previous batches. So a stream
     /// whose batches are sent before the next is encoded allocates nothing
     /// per batch, and one whose consumer holds on allocates once per batch.
+    /// Runs once per batch; later calls until the next cut do nothing.
     pub(crate) fn prepare_batch(&mut self) {
+        if mem::replace(&mut self.prepared, true) {
+            return;
+        }
         let reserve = if self.cut_once {
             self.reserve
         } else {
             self.reserve.min(FIRST_BATCH_RESERVE)
         };
         let tail = self.buf.bytes_mut();
-        if tail.capacity() - tail.len() < BATCH_SLACK {
-            tail.reserve(reserve);
+        let spare = tail.capacity() - tail.len();
+        // A batch opening with bytes carried over from a cut on a frame
+        // boundary needs room for the rest of a full batch after them, or it
+        // would regrow midway.
+        let carried = tail.len();
+        if spare < BATCH_SLACK || carried > 0 && spare < reserve.saturating_sub(carried) {
+            tail.reserve(reserve.saturating_sub(carried).max(BATCH_SLACK));
         }
     }
 
@@ -161,6 +185,25 @@ impl BatchBuffer {
     /// Counts a message written since the last cut as complete.
     pub(crate) fn finish_message(&mut self) {
         self.messages += 1;
+        self.count_new_nodes();
+        if self.node_bytes != self.tail_start {
+            // A node was split off: every earlier message ends before the
+            // new trailing buffer, so before any cut in it.
+            self.tail_start = self.node_bytes;
+            self.boundary = 0;
+            self.after_boundary = 0;
+        }
+        let end = self.buf.bytes().len();
+        if end > 0 {
+            let boundary = end - end % FRAME_SIZE;
+            if boundary > self.boundary {
+                // Every earlier message ends at or before this boundary.
+                self.boundary = boundary;
+                self.after_boundary = usize::from(end > boundary);
+            } else {
+                self.after_boundary += 1;
+            }
+        }
         if !self.cut_once {
             // A first batch that is filling its smaller reservation moves to
             // the full one in a single step, rather than doubling its way
@@ -188,6 +231,8 @@ impl BatchBuffer {
             _ => (nodes, None),
         };
         let mut batch = EncodedBatch::with_node_hint(keep + 1);
+        self.reset_frame_accounting(0);
+        self.prepared = false;
         let mut copied = self.buf.bytes().len();
         for index in 0..nodes {
             // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy:
@@ -229,6 +274,73 @@ impl BatchBuffer {
         self.nodes = 0;
         self.node_bytes = 0;
         batch.finish(mem::take(&mut self.messages))
+    }
+
+    /// Cuts a batch whose last node, the trailing buffer of copied-in bytes,
+    /// ends on a [`FRAME_SIZE`] boundary of its own, and keeps the rest of
+    /// the trailing buffer, all of completed messages, in place for the next
+    /// batch. HTTP/2 sends each node as its own DATA frames, so this fills
+    /// every frame of a stream of copied-in messages while they are ready;
+    /// nodes inserted by reference go whole, as before. Nothing is copied:
+    /// the cut is a `split_to`. A trailing buffer under one frame, or an
+    /// exact multiple, leaves nothing to carry: then it is
+    /// [`take(None)`](Self::take).
+    ///
+    /// The batch's message count is of the messages whose last byte is in
+    /// it; the carried ones count in the next batch.
+    pub(crate) fn take_filling(&mut self) -> EncodedBatch {
+        self.count_new_nodes();
+        let tail_len = self.buf.bytes().len();
+        let kept = tail_len % FRAME_SIZE;
+        if tail_len < FRAME_SIZE || kept == 0 {
+            return self.take(None);
+        }
+        // The messages ending after the last boundary in the trailing buffer.
+        let carried = if self.tail_start == self.node_bytes {
+            self.after_boundary
+        } else {
+            0
+        };
+        let mut batch = EncodedBatch::with_node_hint(self.nodes + 1);
+        let mut copied = tail_len;
+        for index in 0..self.nodes {
+            let Some(slot) = self.buf.get_list_mut(index) else {
+                break;
+            };
+            // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy.
+            let node = mem::replace(slot, Node::BytesMut(BytesMut::new()));
+            if let Node::BytesMut(bytes) = &node {
+                copied += bytes.len();
+            }
+            batch.push(node_bytes(node));
+        }
+        let tail = self.buf.bytes_mut();
+        batch.push(tail.split_to(tail_len - kept).freeze());
+        // `reset` clears the trailing buffer: hold the rest aside meanwhile.
+        let mut rest = mem::take(self.buf.bytes_mut());
+        if copied > self.retain {
+            // As in `take`: let an unusually large allocation go with the
+            // batch; the rest (under one frame) moves to one of its own.
+            rest = BytesMut::from(&rest[..]);
+        }
+        self.buf.reset();
+        *self.buf.bytes_mut() = rest;
+        self.nodes = 0;
+        self.node_bytes = 0;
+        let messages = self.messages - carried;
+        self.messages = carried;
+        self.reset_frame_accounting(carried);
+        self.prepared = false;
+        self.cut_once = true;
+        batch.finish(messages)
+    }
+
+    /// A new batch whose trailing buffer opens with `carried` messages' ends,
+    /// all within its first frame.
+    fn reset_frame_accounting(&mut self, carried: usize) {
+        self.tail_start = 0;
+        self.boundary = 0;
+        self.after_boundary = carried;
     }
 
     fn count_new_nodes(&mut self) {
@@ -355,6 +467,71 @@ mod tests {
             let batch = buffer.take(None);
             assert_eq!(batch.to_bytes(), &[round, round, round, round + 10][..]);
         }
+    }
+
+    fn copied_messages(buffer: &mut BatchBuffer, count: usize, len: usize, byte: u8) {
+        for _ in 0..count {
+            buffer.prepare_batch();
+            buffer.tail().put_slice(&vec![byte; len]);
+            buffer.finish_message();
+        }
+    }
+
+    #[test]
+    fn take_filling_cuts_the_tail_on_a_frame_and_counts_messages_by_their_end() {
+        let mut buffer = BatchBuffer::new(32 * 1024);
+        copied_messages(&mut buffer, 40, 1000, 1);
+        let batch = buffer.take_filling();
+        assert_eq!(batch.len(), 2 * FRAME_SIZE);
+        assert_eq!(batch.nodes().len(), 1);
+        // Messages ending at 1000, 2000, ..., 32000 are in; the 33rd ends
+        // at 33000, past the cut at 32768, and is carried with 7 more.
+        assert_eq!(batch.message_count(), 32);
+        assert_eq!(buffer.messages(), 8);
+        assert_eq!(buffer.len(), 40_000 - 2 * FRAME_SIZE);
+        copied_messages(&mut buffer, 30, 1000, 2);
+        let next = buffer.take_filling();
+        assert_eq!(next.len(), 2 * FRAME_SIZE);
+        // 7,232 carried bytes + 30,000: ends past 32,768 from message 26 on.
+        assert_eq!(next.message_count(), 8 + 25);
+        let last = buffer.take(None);
+        assert_eq!(last.message_count(), 5);
+        let mut wire = batch.to_bytes().to_vec();
+        wire.extend_from_slice(&next.to_bytes());
+        wire.extend_from_slice(&last.to_bytes());
+        let mut expected = vec![1; 40_000];
+        expected.extend_from_slice(&[2; 30_000]);
+        assert_eq!(wire, expected);
+    }
+
+    #[test]
+    fn take_filling_leaves_inserted_nodes_whole_and_cuts_only_the_tail() {
+        let mut buffer = BatchBuffer::new(32 * 1024);
+        let field = Bytes::from(vec![9; 20_000]);
+        buffer.tail().put_slice(b"head");
+        buffer.dst().insert(field.clone());
+        buffer.finish_message();
+        copied_messages(&mut buffer, 20, 1000, 3);
+        let batch = buffer.take_filling();
+        let nodes = batch.nodes();
+        assert_eq!(nodes.len(), 3);
+        assert_eq!(nodes[1].as_ptr(), field.as_ptr());
+        assert_eq!(nodes[1].len(), field.len());
+        // The tail held 20,000 bytes: one frame goes, the rest stays.
+        assert_eq!(nodes[2].len(), FRAME_SIZE);
+        assert_eq!(batch.message_count(), 1 + 16);
+        assert_eq!(buffer.messages(), 4);
+        assert_eq!(buffer.len(), 20_000 - FRAME_SIZE);
+        // A tail under one frame is not cut.
+        let mut small = BatchBuffer::new(32 * 1024);
+        small.tail().put_slice(b"x");
+        small.dst().insert(Bytes::from(vec![0; 40_000]));
+        small.tail().put_slice(b"y");
+        small.finish_message();
+        let whole = small.take_filling();
+        assert_eq!(whole.len(), 40_002);
+        assert_eq!(whole.message_count(), 1);
+        assert_eq!(small.messages(), 0);
     }
 
     #[test]

@@ -7,6 +7,10 @@ use crate::envelope::Limits;
 /// messages up to.
 pub const DEFAULT_BATCH_THRESHOLD: usize = 32 * 1024;
 
+/// The HTTP/2 DATA frame size batches are cut to fill: the protocol's
+/// default `SETTINGS_MAX_FRAME_SIZE`, which most peers keep.
+pub const FRAME_SIZE: usize = 16 * 1024;
+
 /// How an [`EncodeStream`](super::EncodeStream) frames messages.
 ///
 /// ```
@@ -47,6 +51,14 @@ impl EncodeConfig {
     /// While the source has messages ready they are appended to one batch
     /// until it holds at least this many bytes; a message is never split to
     /// meet it. `0` yields one message per batch.
+    ///
+    /// With a threshold of at least [`FRAME_SIZE`] (16 KiB; the default is
+    /// 32 KiB), a full batch's last node (its copied-in bytes) is cut on a
+    /// 16 KiB boundary and the bytes after it, the start of the next frame,
+    /// open the next batch, so that HTTP/2, which sends each body chunk as
+    /// its own DATA frames, fills every frame while messages are ready. A batch may then end inside a
+    /// message; the next one continues it. When the source has nothing ready
+    /// the carried bytes go out at once, as any batch does.
     pub fn with_batch_threshold(mut self, threshold: usize) -> Self {
         self.batch_threshold = threshold;
         self

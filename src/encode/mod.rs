@@ -21,6 +21,6 @@ mod stream;
 
 pub use batch::{EncodedBatch, IntoNodes};
 pub use body::{BodyMode, EncodeBody};
-pub use config::{DEFAULT_BATCH_THRESHOLD, EncodeConfig};
+pub use config::{DEFAULT_BATCH_THRESHOLD, EncodeConfig, FRAME_SIZE};
 pub use encoder::MessageEncoder;
 pub use stream::EncodeStream;

@@ -10,9 +10,9 @@ use pin_project_lite::pin_project;
 
 use super::batch::EncodedBatch;
 use super::buffer::{BatchBuffer, Mark, NodesBuf};
-use super::config::EncodeConfig;
+use super::config::{EncodeConfig, FRAME_SIZE};
 use super::encoder::MessageEncoder;
-use crate::compression::Compression;
+use crate::compression::Compressor;
 use crate::envelope::{EnvelopeHeader, HEADER_LEN, check_size};
 use crate::status::Status;
 
@@ -27,8 +27,12 @@ pin_project! {
     /// other into the same buffer until it holds at least the batch threshold
     /// ([`EncodeConfig::with_batch_threshold`]); the batch is yielded then, or
     /// as soon as the source returns `Pending`, ends or fails, so a message is
-    /// never held back waiting for more. Each message gets its 5-byte prefix;
-    /// compression is per message.
+    /// never held back waiting for more. A full batch's copied-in bytes are
+    /// cut on a 16 KiB frame boundary and the rest opens the next batch
+    /// ([`EncodeConfig::with_batch_threshold`]), so HTTP/2 frames leave full.
+    /// Each message gets its 5-byte prefix; compression is per message, with
+    /// one compression context for the whole stream, set up on its first
+    /// compressed message.
     ///
     /// Errors:
     /// - a **source** error is yielded after the messages completed before it,
@@ -74,8 +78,9 @@ pin_project! {
         config: EncodeConfig,
         buffer: BatchBuffer,
         // Compressed messages are encoded here first, then compressed into
-        // `buffer`; created on the first compressed message.
-        scratch: Option<BatchBuffer>,
+        // `buffer` by the stream's one compression context; both are created
+        // on the first compressed message.
+        scratch: Option<(BatchBuffer, Compressor)>,
         // An error to yield after the batch just returned.
         error: Option<Status>,
         // The source ended or an encode error ended the stream.
@@ -127,7 +132,12 @@ where
         loop {
             let buffer = &mut *this.buffer;
             if buffer.messages() > 0 && buffer.len() >= threshold {
-                return Poll::Ready(Some(Ok(buffer.take(None))));
+                let batch = if threshold >= FRAME_SIZE {
+                    buffer.take_filling()
+                } else {
+                    buffer.take(None)
+                };
+                return Poll::Ready(Some(Ok(batch)));
             }
             let item = match this.source.as_mut().poll_next(cx) {
                 Poll::Ready(Some(Ok(item))) => item,
@@ -149,19 +159,19 @@ where
                     };
                 }
             };
-            if buffer.messages() == 0 {
-                buffer.prepare_batch();
-            }
+            buffer.prepare_batch();
             let encoded = match this.config.effective_compression() {
                 None => encode_plain(this.encoder, item, buffer, this.config.max_send()),
                 Some(compression) => {
-                    let scratch = this.scratch.get_or_insert_with(|| BatchBuffer::new(0));
+                    let (scratch, compressor) = this
+                        .scratch
+                        .get_or_insert_with(|| (BatchBuffer::new(0), Compressor::new(compression)));
                     encode_compressed(
                         this.encoder,
                         item,
                         buffer,
                         scratch,
-                        compression,
+                        compressor,
                         this.config.max_send(),
                     )
                 }
@@ -242,7 +252,7 @@ fn encode_compressed<E: MessageEncoder>(
     item: E::Item,
     buffer: &mut BatchBuffer,
     scratch: &mut BatchBuffer,
-    compression: Compression,
+    compressor: &mut Compressor,
     max_send: usize,
 ) -> Result<(), (Status, Mark)> {
     let limit = max_send.min(MAX_PAYLOAD);
@@ -253,7 +263,7 @@ fn encode_compressed<E: MessageEncoder>(
     encoded.map_err(at_start)?;
     buffer.tail().put_slice(&[0; HEADER_LEN]);
     let mut input = NodesBuf::new(payload.nodes());
-    compression
+    compressor
         .compress(&mut input, buffer.tail())
         .map_err(at_start)?;
     drop(payload);

@@ -1,0 +1,920 @@
+//! Per-stream compression state: a [`Compressor`] for the sending side and a
+//! [`Decompressor`] for the receiving side, each keeping its deflate or zstd
+//! context from one message to the next.
+//!
+//! Setting a context up costs more than compressing a small message with it
+//! (zlib's deflate state is about 256 KiB of tables, zstd's a few hundred
+//! KiB), so one context per stream, reset between messages, makes small
+//! compressed messages several times cheaper than a fresh encoder each. Both
+//! are created on the first compressed message, so an uncompressed stream
+//! pays nothing, and both are dropped after a message large enough that the
+//! context grew with it (zstd sizes its tables and window to the message),
+//! so one large message does not pin that memory for the stream's life.
+//!
+//! gzip is raw deflate between a header and trailer written and checked
+//! here: a zlib-rs inflate state in gzip mode is rebuilt on every reset,
+//! a raw one is reset in place.
+
+// With no compressing feature enabled only `identity` is left, and the
+// shared deflate/zstd helpers below go unused.
+#![cfg_attr(
+    not(any(feature = "gzip", feature = "deflate", feature = "zstd")),
+    allow(dead_code)
+)]
+
+use bytes::{Buf, BytesMut};
+
+#[cfg(feature = "zstd")]
+use super::zstd_window_log_max;
+use super::{Compression, CompressionEncoding, unsupported};
+use crate::envelope::too_large;
+use crate::status::{Code, Status};
+
+/// Messages above this size drop the context after use instead of keeping
+/// it: zstd grows its tables and window buffers to the largest message seen,
+/// and a reused context is worth little once the message itself dominates.
+const KEEP_CONTEXT_MAX: usize = 256 * 1024;
+
+/// First output reservation of a decompression whose size is not declared.
+const MIN_OUTPUT: usize = 256;
+
+/// deflate cannot expand data by more than about 1032:1, so a declared
+/// decompressed size above that many times the input is a lie; it is
+/// believed (for an exact first allocation) only up to this ratio.
+#[cfg(any(feature = "gzip", feature = "zstd"))]
+const MAX_DEFLATE_RATIO: usize = 1032;
+
+/// Compresses the messages of one stream, reusing one context.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use grpc_stream_codec::compression::{Compressor, Decompressor};
+/// use grpc_stream_codec::{Compression, CompressionEncoding};
+///
+/// let mut compressor = Compressor::new(Compression::new(CompressionEncoding::Gzip));
+/// let mut decompressor = Decompressor::new(CompressionEncoding::Gzip);
+/// for text in [&b"first message"[..], b"second message"] {
+///     let mut wire = BytesMut::new();
+///     compressor.compress(&mut &text[..], &mut wire)?;
+///     let mut plain = Vec::new();
+///     decompressor.decompress(&wire, &mut plain, 1024)?;
+///     assert_eq!(plain, text);
+/// }
+/// # Ok::<(), grpc_stream_codec::Status>(())
+/// ```
+pub struct Compressor {
+    compression: Compression,
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    flate: Option<flate2::Compress>,
+    #[cfg(feature = "zstd")]
+    zstd: Option<zstd::zstd_safe::CCtx<'static>>,
+}
+
+impl Compressor {
+    /// A compressor for `compression`; nothing is allocated until the first
+    /// message.
+    pub fn new(compression: Compression) -> Self {
+        Self {
+            compression,
+            #[cfg(any(feature = "gzip", feature = "deflate"))]
+            flate: None,
+            #[cfg(feature = "zstd")]
+            zstd: None,
+        }
+    }
+
+    /// The encoding and level this compressor applies.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Compresses all of `input` (consuming it) as one complete stream of
+    /// the encoding and appends it to `out`. `Identity` copies.
+    pub fn compress(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), Status> {
+        let start = out.len();
+        let len = input.remaining();
+        let result: Result<(), String> = match self.compression.encoding {
+            CompressionEncoding::Identity => {
+                while input.has_remaining() {
+                    let chunk = input.chunk();
+                    let taken = chunk.len();
+                    out.extend_from_slice(chunk);
+                    input.advance(taken);
+                }
+                Ok(())
+            }
+            #[cfg(feature = "gzip")]
+            CompressionEncoding::Gzip => self.deflate(input, out, true),
+            #[cfg(feature = "deflate")]
+            CompressionEncoding::Deflate => self.deflate(input, out, false),
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => self.zstd(input, out),
+            #[allow(unreachable_patterns)]
+            other => return Err(unsupported(other)),
+        };
+        if len > KEEP_CONTEXT_MAX {
+            self.release();
+        }
+        result.map_err(|error| {
+            out.truncate(start);
+            // A context that failed mid-stream is not trusted again.
+            self.release();
+            Status::new(
+                Code::Internal,
+                format!("{} compression failed: {error}", self.compression.encoding),
+            )
+        })
+    }
+
+    fn release(&mut self) {
+        #[cfg(any(feature = "gzip", feature = "deflate"))]
+        {
+            self.flate = None;
+        }
+        #[cfg(feature = "zstd")]
+        {
+            self.zstd = None;
+        }
+    }
+
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    fn deflate(
+        &mut self,
+        input: &mut impl Buf,
+        out: &mut BytesMut,
+        gzip: bool,
+    ) -> Result<(), String> {
+        use flate2::{Compress, FlushCompress, Status as FlateStatus};
+
+        let level = self.compression.flate_level();
+        let state = match &mut self.flate {
+            Some(state) => {
+                state.reset();
+                state
+            }
+            // Raw deflate for gzip (framed below), zlib format for deflate.
+            slot => slot.insert(Compress::new(level, !gzip)),
+        };
+        let mut crc = flate2::Crc::new();
+        if gzip {
+            out.extend_from_slice(&GZIP_HEADER);
+        }
+        let mut finishing = false;
+        loop {
+            let chunk = input.chunk();
+            let flush = if chunk.len() == input.remaining() {
+                finishing = true;
+                FlushCompress::Finish
+            } else {
+                FlushCompress::None
+            };
+            // Room for all of the chunk at deflate's worst case, zeroed
+            // rather than left uninitialised: this crate has no `unsafe`.
+            let room = deflate_bound(chunk.len());
+            let before_in = state.total_in();
+            let before_out = state.total_out();
+            let (status, written) = with_room(out, room, |dst| {
+                let status = state.compress(chunk, dst, flush);
+                (status, (state.total_out() - before_out) as usize)
+            });
+            let status = status.map_err(|error| error.to_string())?;
+            let consumed = (state.total_in() - before_in) as usize;
+            if gzip {
+                crc.update(&chunk[..consumed]);
+            }
+            input.advance(consumed);
+            match status {
+                FlateStatus::StreamEnd => break,
+                _ if finishing && consumed == 0 && written == 0 => {
+                    return Err("deflate made no progress".into());
+                }
+                _ => {}
+            }
+        }
+        if gzip {
+            out.extend_from_slice(&crc.sum().to_le_bytes());
+            out.extend_from_slice(&crc.amount().to_le_bytes());
+        }
+        Ok(())
+    }
+
+    #[cfg(feature = "zstd")]
+    fn zstd(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), String> {
+        use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective as EndDirective;
+        use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective};
+
+        let zstd_error = |code| zstd::zstd_safe::get_error_name(code).to_string();
+        let ctx = match &mut self.zstd {
+            Some(ctx) => {
+                ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+                ctx
+            }
+            slot => {
+                let mut ctx = CCtx::try_create().ok_or("cannot allocate a zstd context")?;
+                ctx.set_parameter(CParameter::CompressionLevel(self.compression.zstd_level()))
+                    .map_err(zstd_error)?;
+                // With the size in the frame header, receivers know the
+                // output size and zstd picks a window no larger than it.
+                ctx.set_parameter(CParameter::ContentSizeFlag(true))
+                    .map_err(zstd_error)?;
+                slot.insert(ctx)
+            }
+        };
+        ctx.set_pledged_src_size(Some(input.remaining() as u64))
+            .map_err(zstd_error)?;
+        loop {
+            let chunk = input.chunk();
+            let last = chunk.len() == input.remaining();
+            let directive = if last {
+                EndDirective::ZSTD_e_end
+            } else {
+                EndDirective::ZSTD_e_continue
+            };
+            let mut source = InBuffer::around(chunk);
+            let room = zstd::zstd_safe::compress_bound(chunk.len());
+            let (left, written) = with_room(out, room, |dst| {
+                let mut sink = OutBuffer::around(dst);
+                let left = ctx.compress_stream2(&mut sink, &mut source, directive);
+                (left, sink.pos())
+            });
+            let left = left.map_err(zstd_error)?;
+            let consumed = source.pos();
+            let whole = consumed == chunk.len();
+            input.advance(consumed);
+            if last && whole && left == 0 {
+                return Ok(());
+            }
+            if consumed == 0 && written == 0 {
+                return Err("zstd made no progress".into());
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor")
+            .field("compression", &self.compression)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The fixed 10-byte gzip member header this crate writes: deflate, no
+/// flags, no modification time, unknown OS (as zlib's `gzip` mode does
+/// without a header of its own).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
+
+/// zlib's `deflateBound` for default settings, plus the zlib wrapper: the
+/// most one `Finish` call can write for `len` input bytes.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+fn deflate_bound(len: usize) -> usize {
+    len + (len >> 12) + (len >> 14) + (len >> 25) + 13 + 6
+}
+
+/// Appends `room` zeroed bytes to `out`, lets `write` fill a prefix of them
+/// and report its length, and cuts `out` back to what was written.
+fn with_room<T>(
+    out: &mut BytesMut,
+    room: usize,
+    write: impl FnOnce(&mut [u8]) -> (T, usize),
+) -> (T, usize) {
+    let start = out.len();
+    out.resize(start + room, 0);
+    let (result, written) = write(&mut out[start..]);
+    let written = written.min(room);
+    out.truncate(start + written);
+    (result, written)
+}
+
+/// Decompresses the messages of one stream, reusing one context.
+///
+/// Every call is bounded as [`decompress`](super::decompress) describes: the
+/// output never grows past the limit (a bomb is `resource_exhausted` before
+/// it is written), corrupt or truncated input and bytes after the end of the
+/// compressed data are `internal`. See [`Compressor`] for an example.
+pub struct Decompressor {
+    encoding: CompressionEncoding,
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    flate: Option<flate2::Decompress>,
+    #[cfg(feature = "zstd")]
+    zstd: Option<ZstdState>,
+}
+
+#[cfg(feature = "zstd")]
+struct ZstdState {
+    ctx: zstd::zstd_safe::DCtx<'static>,
+    /// The window cap set on `ctx`, which depends on the limit.
+    window_log_max: u32,
+}
+
+impl Decompressor {
+    /// A decompressor for `encoding`; nothing is allocated until the first
+    /// message.
+    pub fn new(encoding: CompressionEncoding) -> Self {
+        Self {
+            encoding,
+            #[cfg(any(feature = "gzip", feature = "deflate"))]
+            flate: None,
+            #[cfg(feature = "zstd")]
+            zstd: None,
+        }
+    }
+
+    /// The encoding this decompressor reads.
+    pub fn encoding(&self) -> CompressionEncoding {
+        self.encoding
+    }
+
+    /// Decompresses all of `input`, one complete compressed stream, and
+    /// appends the result to `out`, writing at most `limit` bytes.
+    ///
+    /// On error `out` is left as it was.
+    pub fn decompress(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+    ) -> Result<(), Status> {
+        let start = out.len();
+        let mut sink = Sink { out, start, limit };
+        let result: Result<(), Failure> = match self.encoding {
+            CompressionEncoding::Identity => sink.copy(input),
+            #[cfg(feature = "gzip")]
+            CompressionEncoding::Gzip => self.gunzip(input, &mut sink),
+            #[cfg(feature = "deflate")]
+            CompressionEncoding::Deflate => {
+                self.inflate(input, &mut sink, true)
+                    .and_then(|rest| match rest.len() {
+                        0 => Ok(()),
+                        left => Err(Failure::Trailing(left)),
+                    })
+            }
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => self.unzstd(input, &mut sink),
+            #[allow(unreachable_patterns)]
+            other => return Err(unsupported(other)),
+        };
+        let written = sink.written();
+        if written > KEEP_CONTEXT_MAX {
+            self.release();
+        }
+        result.map_err(|failure| {
+            out.truncate(start);
+            self.release();
+            match failure {
+                // Report a size past the limit, not what was written.
+                Failure::TooLarge => too_large(written.saturating_add(1).max(limit + 1), limit),
+                Failure::Corrupt(why) => Status::new(
+                    Code::Internal,
+                    format!("{} decompression failed: {why}", self.encoding),
+                ),
+                Failure::Trailing(left) => Status::new(
+                    Code::Internal,
+                    format!(
+                        "{} decompression failed: {left} bytes after the end of the compressed data",
+                        self.encoding
+                    ),
+                ),
+            }
+        })
+    }
+
+    fn release(&mut self) {
+        #[cfg(any(feature = "gzip", feature = "deflate"))]
+        {
+            self.flate = None;
+        }
+        #[cfg(feature = "zstd")]
+        {
+            self.zstd = None;
+        }
+    }
+
+    /// A gzip member (RFC 1952): header, raw deflate, CRC-32 and size.
+    #[cfg(feature = "gzip")]
+    fn gunzip(&mut self, input: &[u8], sink: &mut Sink<'_>) -> Result<(), Failure> {
+        let body = gzip_header_len(input).map(|len| &input[len..])?;
+        // ISIZE, the last four bytes, is the size modulo 2^32: a hint for
+        // the first allocation, believed only as far as deflate can expand.
+        if let Some(size) = body
+            .get(body.len().saturating_sub(4)..)
+            .filter(|s| s.len() == 4)
+        {
+            let declared = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+            sink.expect(declared, body.len());
+        }
+        let rest = self.inflate(body, sink, false)?;
+        let trailer = rest
+            .get(..8)
+            .ok_or_else(|| Failure::corrupt("truncated gzip trailer"))?;
+        let mut crc = flate2::Crc::new();
+        crc.update(sink.output());
+        let crc_ok = trailer[..4] == crc.sum().to_le_bytes();
+        let size_ok = trailer[4..] == crc.amount().to_le_bytes();
+        if !crc_ok || !size_ok {
+            return Err(Failure::corrupt("gzip trailer does not match the data"));
+        }
+        match rest.len() - 8 {
+            0 => Ok(()),
+            left => Err(Failure::Trailing(left)),
+        }
+    }
+
+    /// Inflates one deflate stream (zlib-wrapped or raw) from the start of
+    /// `input`, returning the bytes after its end.
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    fn inflate<'a>(
+        &mut self,
+        mut input: &'a [u8],
+        sink: &mut Sink<'_>,
+        zlib: bool,
+    ) -> Result<&'a [u8], Failure> {
+        use flate2::{Decompress, FlushDecompress, Status as FlateStatus};
+
+        let state = match &mut self.flate {
+            Some(state) => {
+                state.reset(zlib);
+                state
+            }
+            slot => slot.insert(Decompress::new(zlib)),
+        };
+        loop {
+            let before_in = state.total_in();
+            let before_out = state.total_out();
+            let status = if sink.make_room() {
+                state.decompress_vec(input, sink.out, FlushDecompress::None)
+            } else {
+                // At the limit: one more byte of output is a bomb; the end
+                // of the stream is fine.
+                let mut probe = [0u8; 1];
+                let status = state.decompress(input, &mut probe, FlushDecompress::None);
+                if state.total_out() > before_out {
+                    return Err(Failure::TooLarge);
+                }
+                status
+            }
+            .map_err(|error| Failure::Corrupt(error.to_string()))?;
+            sink.check()?;
+            let consumed = (state.total_in() - before_in) as usize;
+            let produced = state.total_out() - before_out;
+            input = &input[consumed..];
+            match status {
+                FlateStatus::StreamEnd => return Ok(input),
+                _ if consumed == 0 && produced == 0 => {
+                    return Err(Failure::corrupt("compressed data ends early"));
+                }
+                _ => {}
+            }
+        }
+    }
+
+    /// One zstd frame, with the window capped for `limit`.
+    #[cfg(feature = "zstd")]
+    fn unzstd(&mut self, input: &[u8], sink: &mut Sink<'_>) -> Result<(), Failure> {
+        use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
+
+        let zstd_error = |code| Failure::Corrupt(zstd::zstd_safe::get_error_name(code).into());
+        let window_log_max = zstd_window_log_max(sink.limit);
+        let state = match &mut self.zstd {
+            Some(state) => {
+                state
+                    .ctx
+                    .reset(ResetDirective::SessionOnly)
+                    .map_err(zstd_error)?;
+                state
+            }
+            slot => slot.insert(ZstdState {
+                ctx: DCtx::try_create()
+                    .ok_or_else(|| Failure::corrupt("cannot allocate a zstd context"))?,
+                window_log_max: 0,
+            }),
+        };
+        if state.window_log_max != window_log_max {
+            state
+                .ctx
+                .set_parameter(DParameter::WindowLogMax(window_log_max))
+                .map_err(zstd_error)?;
+            state.window_log_max = window_log_max;
+        }
+        if let Ok(Some(declared)) = zstd::zstd_safe::get_frame_content_size(input) {
+            let declared = usize::try_from(declared).unwrap_or(usize::MAX);
+            sink.expect(declared, input.len());
+        }
+        let mut source = InBuffer::around(input);
+        loop {
+            let before_in = source.pos();
+            let before_out = sink.out.len();
+            let left = if sink.make_room() {
+                let pos = sink.out.len();
+                let mut dst = OutBuffer::around_pos(&mut *sink.out, pos);
+                state.ctx.decompress_stream(&mut dst, &mut source)
+            } else {
+                let mut probe = [0u8; 1];
+                let mut dst = OutBuffer::around(&mut probe);
+                let left = state.ctx.decompress_stream(&mut dst, &mut source);
+                if dst.pos() > 0 {
+                    return Err(Failure::TooLarge);
+                }
+                left
+            }
+            .map_err(zstd_error)?;
+            sink.check()?;
+            if left == 0 {
+                // The frame is decoded and flushed.
+                return match input.len() - source.pos() {
+                    0 => Ok(()),
+                    rest => Err(Failure::Trailing(rest)),
+                };
+            }
+            if source.pos() == before_in && sink.out.len() == before_out {
+                return Err(Failure::corrupt("compressed data ends early"));
+            }
+        }
+    }
+}
+
+impl std::fmt::Debug for Decompressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Decompressor")
+            .field("encoding", &self.encoding)
+            .finish_non_exhaustive()
+    }
+}
+
+enum Failure {
+    TooLarge,
+    Corrupt(String),
+    Trailing(usize),
+}
+
+impl Failure {
+    fn corrupt(why: &str) -> Self {
+        Failure::Corrupt(why.to_string())
+    }
+}
+
+/// Length of the gzip member header at the start of `input` (RFC 1952 2.3),
+/// with its optional fields and, if present, its CRC-16 checked.
+#[cfg(feature = "gzip")]
+fn gzip_header_len(input: &[u8]) -> Result<usize, Failure> {
+    const FHCRC: u8 = 0x02;
+    const FEXTRA: u8 = 0x04;
+    const FNAME: u8 = 0x08;
+    const FCOMMENT: u8 = 0x10;
+    const RESERVED: u8 = 0xe0;
+    let truncated = || Failure::corrupt("truncated gzip header");
+    let fixed = input.get(..10).ok_or_else(truncated)?;
+    if fixed[..3] != [0x1f, 0x8b, 8] {
+        return Err(Failure::corrupt("invalid gzip header"));
+    }
+    let flags = fixed[3];
+    if flags & RESERVED != 0 {
+        return Err(Failure::corrupt("reserved gzip header flags set"));
+    }
+    let mut len = 10;
+    if flags & FEXTRA != 0 {
+        let xlen = input.get(len..len + 2).ok_or_else(truncated)?;
+        len += 2 + u16::from_le_bytes([xlen[0], xlen[1]]) as usize;
+    }
+    for flag in [FNAME, FCOMMENT] {
+        if flags & flag != 0 {
+            let rest = input.get(len..).ok_or_else(truncated)?;
+            let end = rest.iter().position(|&b| b == 0).ok_or_else(truncated)?;
+            len += end + 1;
+        }
+    }
+    if flags & FHCRC != 0 {
+        let stored = input.get(len..len + 2).ok_or_else(truncated)?;
+        let mut crc = flate2::Crc::new();
+        crc.update(&input[..len]);
+        if stored != &(crc.sum() as u16).to_le_bytes()[..] {
+            return Err(Failure::corrupt("gzip header CRC mismatch"));
+        }
+        len += 2;
+    }
+    if len > input.len() {
+        return Err(truncated());
+    }
+    Ok(len)
+}
+
+/// The output of one decompression: `out[start..]`, at most `limit` bytes,
+/// grown by doubling (or once to a believable declared size), never past
+/// the limit.
+struct Sink<'a> {
+    out: &'a mut Vec<u8>,
+    start: usize,
+    limit: usize,
+}
+
+impl Sink<'_> {
+    fn written(&self) -> usize {
+        self.out.len() - self.start
+    }
+
+    #[cfg(feature = "gzip")]
+    fn output(&self) -> &[u8] {
+        &self.out[self.start..]
+    }
+
+    fn room_left(&self) -> usize {
+        self.limit.saturating_sub(self.written())
+    }
+
+    /// Reserves for a declared output size, as far as `input_len` bytes of
+    /// compressed data can plausibly produce and the limit allows.
+    #[cfg(any(feature = "gzip", feature = "zstd"))]
+    fn expect(&mut self, declared: usize, input_len: usize) {
+        let believable = input_len
+            .saturating_mul(MAX_DEFLATE_RATIO)
+            .saturating_add(MIN_OUTPUT);
+        let want = declared.min(believable).min(self.room_left());
+        if want > self.out.capacity() - self.out.len() {
+            self.out.reserve_exact(want);
+        }
+    }
+
+    /// Makes spare capacity for more output, within the limit; `false` when
+    /// the limit is reached. A caller's vector may already have spare
+    /// capacity past the limit; the decoders may write into it, and
+    /// [`Sink::check`] then refuses the result.
+    fn make_room(&mut self) -> bool {
+        let room = self.room_left();
+        if room == 0 {
+            return false;
+        }
+        if self.out.capacity() == self.out.len() {
+            // Doubling, from a small start, capped at the limit.
+            let grown = self.written().max(MIN_OUTPUT).min(room);
+            self.out.reserve_exact(grown);
+        }
+        true
+    }
+
+    fn check(&self) -> Result<(), Failure> {
+        if self.written() > self.limit {
+            return Err(Failure::TooLarge);
+        }
+        Ok(())
+    }
+
+    fn copy(&mut self, input: &[u8]) -> Result<(), Failure> {
+        if input.len() > self.room_left() {
+            return Err(Failure::TooLarge);
+        }
+        self.out.extend_from_slice(input);
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::{Read, Write};
+
+    use super::*;
+
+    const COMPRESSING: [CompressionEncoding; 3] = [
+        CompressionEncoding::Gzip,
+        CompressionEncoding::Deflate,
+        CompressionEncoding::Zstd,
+    ];
+
+    fn sample(len: usize, seed: usize) -> Vec<u8> {
+        (0..len)
+            .map(|i| ((i * 31 + seed) % 251 / 3) as u8)
+            .collect()
+    }
+
+    fn compress_with(compressor: &mut Compressor, input: &[u8]) -> BytesMut {
+        let mut out = BytesMut::new();
+        compressor.compress(&mut &input[..], &mut out).unwrap();
+        out
+    }
+
+    /// What an independent reader (flate2's and zstd's stream decoders)
+    /// makes of a payload.
+    fn reference_decode(encoding: CompressionEncoding, wire: &[u8]) -> Vec<u8> {
+        let mut out = Vec::new();
+        match encoding {
+            CompressionEncoding::Gzip => flate2::read::GzDecoder::new(wire).read_to_end(&mut out),
+            CompressionEncoding::Deflate => {
+                flate2::read::ZlibDecoder::new(wire).read_to_end(&mut out)
+            }
+            CompressionEncoding::Zstd => zstd::stream::read::Decoder::new(wire)
+                .unwrap()
+                .read_to_end(&mut out),
+            CompressionEncoding::Identity => unreachable!(),
+        }
+        .unwrap();
+        out
+    }
+
+    #[test]
+    fn reused_contexts_round_trip_many_messages_and_stay_standard() {
+        for encoding in COMPRESSING {
+            let mut compressor = Compressor::new(Compression::new(encoding));
+            let mut decompressor = Decompressor::new(encoding);
+            for (index, len) in [0, 1, 256, 4096, 70_000, 3, 256, 100_000, 17]
+                .into_iter()
+                .enumerate()
+            {
+                let input = sample(len, index);
+                let wire = compress_with(&mut compressor, &input);
+                // Each message is a complete, standard stream on its own.
+                assert_eq!(reference_decode(encoding, &wire), input, "{encoding} {len}");
+                let mut out = vec![9];
+                decompressor.decompress(&wire, &mut out, 1 << 20).unwrap();
+                assert_eq!(out[0], 9, "appends");
+                assert_eq!(&out[1..], &input[..], "{encoding} {len}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_multi_chunk_input_compresses_as_one_stream() {
+        for encoding in COMPRESSING {
+            let input = sample(50_000, 1);
+            let chunks = bytes::Buf::chain(&input[..20_000], &input[20_000..]);
+            let mut chained = chunks;
+            let mut wire = BytesMut::new();
+            Compressor::new(Compression::new(encoding))
+                .compress(&mut chained, &mut wire)
+                .unwrap();
+            assert_eq!(reference_decode(encoding, &wire), input, "{encoding}");
+        }
+    }
+
+    #[test]
+    fn gzip_headers_with_optional_fields_are_read() {
+        let input = sample(5000, 2);
+        let mut encoder = flate2::GzBuilder::new()
+            .filename("name.bin")
+            .comment("a comment")
+            .extra(vec![1, 2, 3, 4])
+            .mtime(12345)
+            .write(Vec::new(), flate2::Compression::fast());
+        encoder.write_all(&input).unwrap();
+        let wire = encoder.finish().unwrap();
+        let mut out = Vec::new();
+        Decompressor::new(CompressionEncoding::Gzip)
+            .decompress(&wire, &mut out, 1 << 20)
+            .unwrap();
+        assert_eq!(out, input);
+    }
+
+    #[test]
+    fn gzip_header_crc_is_checked() {
+        // FHCRC set: the header's CRC-16 follows the fixed 10 bytes.
+        let mut wire = GZIP_HEADER.to_vec();
+        wire[3] = 0x02;
+        let mut crc = flate2::Crc::new();
+        crc.update(&wire);
+        wire.extend_from_slice(&(crc.sum() as u16).to_le_bytes());
+        let body = compress_with(
+            &mut Compressor::new(Compression::new(CompressionEncoding::Gzip)),
+            b"hello",
+        );
+        wire.extend_from_slice(&body[10..]);
+        let mut decompressor = Decompressor::new(CompressionEncoding::Gzip);
+        let mut out = Vec::new();
+        decompressor.decompress(&wire, &mut out, 100).unwrap();
+        assert_eq!(out, b"hello");
+        wire[10] ^= 1;
+        let err = decompressor
+            .decompress(&wire, &mut Vec::new(), 100)
+            .unwrap_err();
+        assert!(err.message().contains("header CRC"), "{err}");
+    }
+
+    #[test]
+    fn gzip_trailer_and_header_are_checked() {
+        let mut compressor = Compressor::new(Compression::new(CompressionEncoding::Gzip));
+        let good = compress_with(&mut compressor, &sample(1000, 3)).to_vec();
+        let len = good.len();
+        let mut decompressor = Decompressor::new(CompressionEncoding::Gzip);
+        type Damage = fn(&mut Vec<u8>, usize);
+        let cases: [(&str, Damage); 5] = [
+            ("crc", |w, len| w[len - 8] ^= 1),
+            ("size", |w, len| w[len - 1] ^= 1),
+            ("trailer cut", |w, len| w.truncate(len - 3)),
+            ("reserved flag", |w, _| w[3] = 0x20),
+            ("magic", |w, _| w[1] = 0),
+        ];
+        for (name, damage) in cases {
+            let mut wire = good.clone();
+            damage(&mut wire, len);
+            let mut out = vec![1, 2];
+            let err = decompressor
+                .decompress(&wire, &mut out, 1 << 20)
+                .unwrap_err();
+            assert_eq!(err.code(), Code::Internal, "{name}: {err}");
+            assert_eq!(out, [1, 2], "{name}: output left as it was");
+            // The stream's next message still decodes.
+            let mut out = Vec::new();
+            decompressor.decompress(&good, &mut out, 1 << 20).unwrap();
+            assert_eq!(out, sample(1000, 3));
+        }
+    }
+
+    #[test]
+    fn truncated_trailing_and_bombs_fail_on_a_reused_context() {
+        let zeros = vec![0u8; 4 << 20];
+        for encoding in COMPRESSING {
+            let mut compressor = Compressor::new(Compression::new(encoding));
+            let mut decompressor = Decompressor::new(encoding);
+            let good = compress_with(&mut compressor, &sample(3000, 4));
+            let bomb = compress_with(&mut compressor, &zeros);
+            let mut decode = |wire: &[u8], limit| {
+                let mut out = Vec::new();
+                let result = decompressor.decompress(wire, &mut out, limit);
+                assert!(
+                    out.capacity() <= limit,
+                    "{encoding}: capacity {}",
+                    out.capacity()
+                );
+                result.map(|()| out)
+            };
+            assert_eq!(decode(&good, 1 << 20).unwrap(), sample(3000, 4));
+            let truncated = decode(&good[..good.len() - 1], 1 << 20).unwrap_err();
+            assert_eq!(truncated.code(), Code::Internal, "{encoding}: {truncated}");
+            let mut trailing = good.to_vec();
+            trailing.push(0);
+            let err = decode(&trailing, 1 << 20).unwrap_err();
+            assert_eq!(err.code(), Code::Internal, "{encoding}: {err}");
+            assert!(err.message().contains("1 bytes after the end"), "{err}");
+            let err = decode(&bomb, 1 << 20).unwrap_err();
+            assert_eq!(err.code(), Code::ResourceExhausted, "{encoding}: {err}");
+            assert!(err.message().ends_with("exceeds limit 1048576"), "{err}");
+            // Exactly at the limit is fine, one byte under is not.
+            assert_eq!(decode(&good, 3000).unwrap().len(), 3000);
+            assert_eq!(
+                decode(&good, 2999).unwrap_err().code(),
+                Code::ResourceExhausted
+            );
+            assert_eq!(decode(&good, 1 << 20).unwrap(), sample(3000, 4));
+        }
+    }
+
+    #[test]
+    fn a_callers_spare_capacity_does_not_lift_the_limit() {
+        for encoding in COMPRESSING {
+            let wire = compress_with(
+                &mut Compressor::new(Compression::new(encoding)),
+                &sample(10_000, 5),
+            );
+            let mut out = Vec::with_capacity(1 << 20);
+            let err = Decompressor::new(encoding)
+                .decompress(&wire, &mut out, 9_999)
+                .unwrap_err();
+            assert_eq!(err.code(), Code::ResourceExhausted, "{encoding}");
+            assert!(out.is_empty());
+        }
+    }
+
+    #[test]
+    fn contexts_are_created_on_first_use_and_dropped_after_large_messages() {
+        for encoding in COMPRESSING {
+            let mut compressor = Compressor::new(Compression::new(encoding));
+            let mut decompressor = Decompressor::new(encoding);
+            let held = |c: &Compressor, d: &Decompressor| match encoding {
+                CompressionEncoding::Zstd => (c.zstd.is_some(), d.zstd.is_some()),
+                _ => (c.flate.is_some(), d.flate.is_some()),
+            };
+            assert_eq!(held(&compressor, &decompressor), (false, false));
+            let small = compress_with(&mut compressor, &sample(100, 6));
+            decompressor
+                .decompress(&small, &mut Vec::new(), 1 << 20)
+                .unwrap();
+            assert_eq!(held(&compressor, &decompressor), (true, true), "{encoding}");
+            let large = compress_with(&mut compressor, &sample(KEEP_CONTEXT_MAX + 1, 6));
+            decompressor
+                .decompress(&large, &mut Vec::new(), 1 << 20)
+                .unwrap();
+            assert_eq!(
+                held(&compressor, &decompressor),
+                (false, false),
+                "{encoding}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_declared_size_is_believed_only_as_far_as_the_input_allows() {
+        // A 40-byte gzip payload claiming 4 MiB in its trailer: the first
+        // reservation follows the input, not the claim.
+        let mut wire = compress_with(
+            &mut Compressor::new(Compression::new(CompressionEncoding::Gzip)),
+            b"tiny",
+        )
+        .to_vec();
+        let len = wire.len();
+        wire[len - 4..].copy_from_slice(&(4u32 << 20).to_le_bytes());
+        let mut out = Vec::new();
+        let err = Decompressor::new(CompressionEncoding::Gzip)
+            .decompress(&wire, &mut out, 8 << 20)
+            .unwrap_err();
+        assert_eq!(err.code(), Code::Internal);
+        assert!(out.capacity() <= len * MAX_DEFLATE_RATIO + MIN_OUTPUT);
+    }
+}

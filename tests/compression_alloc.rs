@@ -1,0 +1,180 @@
+//! Allocations of compressed streams, with a counting allocator: one
+//! compression context per stream, so in steady state a compressed message
+//! costs no allocation on either side; and none for a stream that does not
+//! compress.
+
+mod support {
+    pub mod counting_alloc;
+}
+
+use std::cell::Cell;
+use std::pin::Pin;
+use std::rc::Rc;
+use std::task::{Context, Poll, Waker};
+
+use bytes::{BufMut, Bytes, BytesMut};
+use futures_core::Stream;
+use grpc_stream_codec::compression::Compressor;
+use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
+use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
+use grpc_stream_codec::envelope::EnvelopeHeader;
+use grpc_stream_codec::{Compression, CompressionEncoding, Limits, Status};
+use linkedbytes::LinkedBytes;
+use support::counting_alloc::{Usage, measure};
+
+#[global_allocator]
+static ALLOC: support::counting_alloc::CountingAlloc = support::counting_alloc::CountingAlloc;
+
+struct Copying;
+
+impl MessageEncoder for Copying {
+    type Item = Bytes;
+
+    fn encode(&mut self, item: Bytes, dst: &mut LinkedBytes) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+}
+
+/// `left` ready messages, then `Pending` until refilled: one long-lived
+/// stream fed bursts.
+struct Burst {
+    item: Bytes,
+    left: Rc<Cell<usize>>,
+}
+
+impl Stream for Burst {
+    type Item = Result<Bytes, Status>;
+
+    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        match self.left.get() {
+            0 => Poll::Pending,
+            left => {
+                self.left.set(left - 1);
+                Poll::Ready(Some(Ok(self.item.clone())))
+            }
+        }
+    }
+}
+
+/// About 2:1 compressible, as in the benches: compressed 4 KiB messages
+/// are ~2 KiB, so some straddle the 16 KiB frames they are sent in.
+fn text(len: usize) -> Bytes {
+    let mut state = 0x2545_f491_u32;
+    (0..len)
+        .map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            b"abcdefghijklmnop"[(state >> 28) as usize]
+        })
+        .collect::<Vec<_>>()
+        .into()
+}
+
+const COMPRESSING: [CompressionEncoding; 3] = [
+    CompressionEncoding::Gzip,
+    CompressionEncoding::Deflate,
+    CompressionEncoding::Zstd,
+];
+
+/// Bursts after the first before the batch buffer is in steady state: it
+/// moves from the first batch's small reservation to the full one, and its
+/// allocation, reclaimed in place batch after batch, grows once when a
+/// batch starts too close to its end to reclaim.
+const WARM_UP: usize = 10;
+
+/// Encodes bursts of `burst` messages on one stream, dropping each batch as
+/// it comes; returns the usage of the first burst and of 40 bursts in
+/// steady state.
+fn encode_usage(compression: Option<Compression>, len: usize, burst: usize) -> (Usage, Usage) {
+    let left = Rc::new(Cell::new(0));
+    let source = Burst {
+        item: text(len),
+        left: left.clone(),
+    };
+    let config = EncodeConfig::new().with_compression(compression);
+    let mut stream = EncodeStream::new(source, Copying, config);
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut run = || {
+        left.set(burst);
+        let mut messages = 0;
+        while let Poll::Ready(Some(batch)) = Pin::new(&mut stream).poll_next(&mut cx) {
+            messages += batch.unwrap().message_count();
+        }
+        assert_eq!(messages, burst);
+    };
+    let ((), first) = measure(&mut run);
+    (0..WARM_UP).for_each(|_| run());
+    let ((), steady) = measure(|| (0..40).for_each(|_| run()));
+    (first, steady)
+}
+
+#[test]
+fn compressed_encoding_allocates_nothing_per_message_in_steady_state() {
+    for encoding in COMPRESSING {
+        for len in [256, 4096] {
+            let (first, steady) = encode_usage(Some(Compression::new(encoding)), len, 64);
+            eprintln!("encode {encoding} {len} B: first burst {first:?}, 40 more {steady:?}");
+            assert_eq!(steady.allocations, 0, "{encoding} {len}: {steady:?}");
+        }
+    }
+}
+
+#[test]
+fn an_uncompressed_stream_sets_up_no_context() {
+    let (plain, _) = encode_usage(None, 256, 16);
+    let identity = Some(Compression::new(CompressionEncoding::Identity));
+    let (identity, _) = encode_usage(identity, 256, 16);
+    let (gzip, _) = encode_usage(Some(Compression::new(CompressionEncoding::Gzip)), 256, 16);
+    eprintln!("16 x 256 B: plain {plain:?}, identity {identity:?}, gzip {gzip:?}");
+    // The batch buffer only: a first batch reserves 8 KiB.
+    assert!(plain.allocated_bytes <= 16 * 1024, "{plain:?}");
+    assert!(identity.allocated_bytes <= 16 * 1024, "{identity:?}");
+    // A deflate context alone is far more than that.
+    assert!(gzip.allocated_bytes > 64 * 1024, "{gzip:?}");
+}
+
+/// `count` compressed envelopes of `len` bytes each, in 16 KiB frames.
+fn compressed_frames(encoding: CompressionEncoding, len: usize, count: usize) -> Vec<Bytes> {
+    let mut compressor = Compressor::new(Compression::new(encoding));
+    let mut wire = BytesMut::new();
+    for _ in 0..count {
+        let mut payload = BytesMut::new();
+        compressor.compress(&mut text(len), &mut payload).unwrap();
+        wire.put_slice(&EnvelopeHeader::message(true, payload.len() as u32).to_bytes());
+        wire.put_slice(&payload);
+    }
+    let wire = wire.freeze();
+    (0..wire.len())
+        .step_by(16 * 1024)
+        .map(|start| wire.slice(start..wire.len().min(start + 16 * 1024)))
+        .collect()
+}
+
+#[test]
+fn compressed_decoding_allocates_nothing_per_message_in_steady_state() {
+    for encoding in COMPRESSING {
+        for len in [256, 4096] {
+            let frames = compressed_frames(encoding, len, 64);
+            let mut assembler = EnvelopeAssembler::new(Limits::default(), Some(encoding));
+            let mut run = || {
+                let mut messages = 0;
+                for frame in &frames {
+                    assembler.push(frame.clone());
+                    while let Some(decoded) = assembler.next().unwrap() {
+                        let Decoded::Message(message) = decoded else {
+                            panic!("no trailers here");
+                        };
+                        assert_eq!(message, text(len));
+                        messages += 1;
+                    }
+                }
+                assert_eq!(messages, 64);
+            };
+            let ((), first) = measure(&mut run);
+            let ((), steady) = measure(|| (0..20).for_each(|_| run()));
+            eprintln!("decode {encoding} {len} B: first {first:?}, 20 more {steady:?}");
+            // `text(len)` in the check above allocates once per message.
+            assert_eq!(steady.allocations, 20 * 64, "{encoding} {len}: {steady:?}");
+        }
+    }
+}
