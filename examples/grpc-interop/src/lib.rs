@@ -10,10 +10,12 @@
 
 #![warn(missing_docs)]
 
+pub mod client_support;
 pub mod echo_metadata;
 pub mod report;
 pub mod spec;
 pub mod stats;
+pub mod tonic_client;
 pub mod tonic_server;
 pub mod volo_binary_metadata;
 pub mod volo_server;
