@@ -75,8 +75,16 @@ mod tests {
     #[test]
     fn payload_checks_size_and_content() {
         assert!(check_zeros(Some(&[0, 0]), 2, "x").is_ok());
-        assert!(check_zeros(Some(&[0]), 2, "x").unwrap_err().contains("1 bytes"));
-        assert!(check_zeros(Some(&[0, 1]), 2, "x").unwrap_err().contains("zeros"));
+        assert!(
+            check_zeros(Some(&[0]), 2, "x")
+                .unwrap_err()
+                .contains("1 bytes")
+        );
+        assert!(
+            check_zeros(Some(&[0, 1]), 2, "x")
+                .unwrap_err()
+                .contains("zeros")
+        );
         assert!(check_zeros(None, 0, "x").is_err());
     }
 }

@@ -106,7 +106,11 @@ fn status_text(status: &Status) -> String {
 }
 
 /// `result` must be the error `code` (with `message`, when given).
-fn expect_error<T>(result: Result<T, Status>, code: Code, message: Option<&str>) -> Result<(), String> {
+fn expect_error<T>(
+    result: Result<T, Status>,
+    code: Code,
+    message: Option<&str>,
+) -> Result<(), String> {
     match result {
         Ok(_) => Err(format!("the call succeeded, expected {code:?}")),
         Err(status) if status.code() != code => {
@@ -127,13 +131,29 @@ fn call_failed(status: Status) -> String {
 }
 
 async fn empty_unary(c: &Clients) -> Result<(), String> {
-    let reply = c.plain.clone().empty_call(Empty {}).await.map_err(call_failed)?;
-    ensure(reply.into_inner() == Empty {}, || "reply is not Empty".to_owned())
+    let reply = c
+        .plain
+        .clone()
+        .empty_call(Empty {})
+        .await
+        .map_err(call_failed)?;
+    ensure(reply.into_inner() == Empty {}, || {
+        "reply is not Empty".to_owned()
+    })
 }
 
 async fn large_unary(c: &Clients) -> Result<(), String> {
-    let reply = c.plain.clone().unary_call(large_request()).await.map_err(call_failed)?;
-    check_zeros(body(&reply.get_ref().payload), LARGE_RESPONSE as usize, "response")
+    let reply = c
+        .plain
+        .clone()
+        .unary_call(large_request())
+        .await
+        .map_err(call_failed)?;
+    check_zeros(
+        body(&reply.get_ref().payload),
+        LARGE_RESPONSE as usize,
+        "response",
+    )
 }
 
 async fn client_compressed_unary(c: &Clients) -> Result<(), String> {
@@ -141,16 +161,38 @@ async fn client_compressed_unary(c: &Clients) -> Result<(), String> {
         expect_compressed: flag(true),
         ..large_request()
     };
-    expect_error(c.plain.clone().unary_call(probe.clone()).await, Code::InvalidArgument, None)
-        .map_err(|why| format!("uncompressed probe: {why}"))?;
-    let reply = c.gzip.clone().unary_call(probe).await.map_err(call_failed)?;
-    check_zeros(body(&reply.get_ref().payload), LARGE_RESPONSE as usize, "compressed request")?;
+    expect_error(
+        c.plain.clone().unary_call(probe.clone()).await,
+        Code::InvalidArgument,
+        None,
+    )
+    .map_err(|why| format!("uncompressed probe: {why}"))?;
+    let reply = c
+        .gzip
+        .clone()
+        .unary_call(probe)
+        .await
+        .map_err(call_failed)?;
+    check_zeros(
+        body(&reply.get_ref().payload),
+        LARGE_RESPONSE as usize,
+        "compressed request",
+    )?;
     let plain = SimpleRequest {
         expect_compressed: flag(false),
         ..large_request()
     };
-    let reply = c.plain.clone().unary_call(plain).await.map_err(call_failed)?;
-    check_zeros(body(&reply.get_ref().payload), LARGE_RESPONSE as usize, "uncompressed request")
+    let reply = c
+        .plain
+        .clone()
+        .unary_call(plain)
+        .await
+        .map_err(call_failed)?;
+    check_zeros(
+        body(&reply.get_ref().payload),
+        LARGE_RESPONSE as usize,
+        "uncompressed request",
+    )
 }
 
 async fn server_compressed_unary(c: &Clients) -> Result<(), String> {
@@ -159,9 +201,18 @@ async fn server_compressed_unary(c: &Clients) -> Result<(), String> {
             response_compressed: flag(compressed),
             ..large_request()
         };
-        let reply = c.gzip.clone().unary_call(request).await.map_err(call_failed)?;
+        let reply = c
+            .gzip
+            .clone()
+            .unary_call(request)
+            .await
+            .map_err(call_failed)?;
         let what = format!("response_compressed={compressed}");
-        check_zeros(body(&reply.get_ref().payload), LARGE_RESPONSE as usize, &what)?;
+        check_zeros(
+            body(&reply.get_ref().payload),
+            LARGE_RESPONSE as usize,
+            &what,
+        )?;
         if compressed {
             // Messages' flags are not visible to a client; the call's
             // encoding is.
@@ -187,7 +238,12 @@ fn input_requests(sizes: &[usize], expect: &[Option<bool>]) -> Vec<StreamingInpu
 
 async fn client_streaming(c: &Clients) -> Result<(), String> {
     let requests = stream::iter(input_requests(&CLIENT_STREAMING_SIZES, &[]));
-    let reply = c.plain.clone().streaming_input_call(requests).await.map_err(call_failed)?;
+    let reply = c
+        .plain
+        .clone()
+        .streaming_input_call(requests)
+        .await
+        .map_err(call_failed)?;
     let total = reply.get_ref().aggregated_payload_size;
     ensure(total == CLIENT_STREAMING_TOTAL, || {
         format!("aggregated {total}, expected {CLIENT_STREAMING_TOTAL}")
@@ -195,7 +251,10 @@ async fn client_streaming(c: &Clients) -> Result<(), String> {
 }
 
 async fn client_compressed_streaming(c: &Clients) -> Result<(), String> {
-    let probe = stream::iter(input_requests(&COMPRESSED_STREAMING_SIZES[..1], &[Some(true)]));
+    let probe = stream::iter(input_requests(
+        &COMPRESSED_STREAMING_SIZES[..1],
+        &[Some(true)],
+    ));
     expect_error(
         c.plain.clone().streaming_input_call(probe).await,
         Code::InvalidArgument,
@@ -213,7 +272,9 @@ async fn client_compressed_streaming(c: &Clients) -> Result<(), String> {
         .map_err(call_failed)?;
     let expected: usize = COMPRESSED_STREAMING_SIZES.iter().sum();
     let total = reply.get_ref().aggregated_payload_size;
-    ensure(total as usize == expected, || format!("aggregated {total}, expected {expected}"))
+    ensure(total as usize == expected, || {
+        format!("aggregated {total}, expected {expected}")
+    })
 }
 
 async fn read_sizes(
@@ -232,10 +293,16 @@ async fn read_sizes(
             .await
             .map_err(call_failed)?
             .ok_or_else(|| format!("{i} responses, expected {}", sizes.len()))?;
-        check_zeros(body(&response.payload), *size as usize, &format!("response {i}"))?;
+        check_zeros(
+            body(&response.payload),
+            *size as usize,
+            &format!("response {i}"),
+        )?;
     }
     let extra = responses.message().await.map_err(call_failed)?;
-    ensure(extra.is_none(), || format!("more than {} responses", sizes.len()))
+    ensure(extra.is_none(), || {
+        format!("more than {} responses", sizes.len())
+    })
 }
 
 async fn server_streaming(c: &Clients) -> Result<(), String> {
@@ -289,11 +356,17 @@ async fn ping_pong(c: &Clients) -> Result<(), String> {
             .await
             .map_err(call_failed)?
             .ok_or_else(|| format!("the stream ended after {i} responses"))?;
-        check_zeros(body(&response.payload), *size as usize, &format!("response {i}"))?;
+        check_zeros(
+            body(&response.payload),
+            *size as usize,
+            &format!("response {i}"),
+        )?;
     }
     drop(requests);
     let extra = responses.message().await.map_err(call_failed)?;
-    ensure(extra.is_none(), || "a response after the last request".to_owned())
+    ensure(extra.is_none(), || {
+        "a response after the last request".to_owned()
+    })
 }
 
 async fn empty_stream(c: &Clients) -> Result<(), String> {
@@ -316,7 +389,12 @@ async fn channel_still_serves(c: &Clients) -> Result<(), String> {
         .empty_call(Empty {})
         .await
         .map(drop)
-        .map_err(|status| format!("the call after the cancelled one failed: {}", status_text(&status)))
+        .map_err(|status| {
+            format!(
+                "the call after the cancelled one failed: {}",
+                status_text(&status)
+            )
+        })
 }
 
 async fn cancel_after_begin(c: &Clients) -> Result<(), String> {
@@ -336,7 +414,10 @@ async fn cancel_after_begin(c: &Clients) -> Result<(), String> {
 async fn cancel_after_first_response(c: &Clients) -> Result<(), String> {
     let (requests, stream) = mpsc::channel(1);
     let first = output_request(&[SERVER_STREAMING_SIZES[0]], CLIENT_STREAMING_SIZES[0]);
-    requests.send(first).await.map_err(|_| "request stream closed")?;
+    requests
+        .send(first)
+        .await
+        .map_err(|_| "request stream closed")?;
     let mut responses = c
         .plain
         .clone()
@@ -349,7 +430,11 @@ async fn cancel_after_first_response(c: &Clients) -> Result<(), String> {
         .await
         .map_err(call_failed)?
         .ok_or("the stream ended before its first response")?;
-    check_zeros(body(&response.payload), SERVER_STREAMING_SIZES[0] as usize, "first response")?;
+    check_zeros(
+        body(&response.payload),
+        SERVER_STREAMING_SIZES[0] as usize,
+        "first response",
+    )?;
     drop((responses, requests));
     channel_still_serves(c).await
 }
@@ -357,7 +442,10 @@ async fn cancel_after_first_response(c: &Clients) -> Result<(), String> {
 async fn timeout_on_sleeping_server(c: &Clients) -> Result<(), String> {
     let (requests, stream) = mpsc::channel(1);
     let first = output_request(&[SERVER_STREAMING_SIZES[0]], CLIENT_STREAMING_SIZES[0]);
-    requests.send(first).await.map_err(|_| "request stream closed")?;
+    requests
+        .send(first)
+        .await
+        .map_err(|_| "request stream closed")?;
     let mut request = Request::new(ReceiverStream::new(stream));
     request.set_timeout(SLEEPING_SERVER_DEADLINE);
     let mut client = c.plain.clone();
@@ -379,10 +467,15 @@ async fn timeout_on_sleeping_server(c: &Clients) -> Result<(), String> {
         // tonic's channel enforces `grpc-timeout` on the response headers
         // and reports its own expiry as CANCELLED "Timeout expired"
         // (tonic::TimeoutExpired): that too is the deadline firing.
-        Err(status) if status.code() == Code::Cancelled && status.message() == "Timeout expired" => {
+        Err(status)
+            if status.code() == Code::Cancelled && status.message() == "Timeout expired" =>
+        {
             Ok(())
         }
-        Err(status) => Err(format!("{}, expected DEADLINE_EXCEEDED", status_text(&status))),
+        Err(status) => Err(format!(
+            "{}, expected DEADLINE_EXCEEDED",
+            status_text(&status)
+        )),
     }
 }
 
@@ -390,7 +483,10 @@ fn with_echo_metadata<T>(message: T) -> Request<T> {
     let mut request = Request::new(message);
     let metadata = request.metadata_mut();
     metadata.insert(ECHO_INITIAL, MetadataValue::from_static(ECHO_INITIAL_VALUE));
-    metadata.insert_bin(ECHO_TRAILING_BIN, BinaryMetadataValue::from_bytes(&ECHO_TRAILING_VALUE));
+    metadata.insert_bin(
+        ECHO_TRAILING_BIN,
+        BinaryMetadataValue::from_bytes(&ECHO_TRAILING_VALUE),
+    );
     request
 }
 
@@ -400,10 +496,13 @@ fn check_echo(
     what: &str,
 ) -> Result<(), String> {
     let echoed = initial.get(ECHO_INITIAL);
-    ensure(echoed.is_some_and(|value| value == ECHO_INITIAL_VALUE), || {
-        format!("{what}: initial metadata {echoed:?}")
-    })?;
-    let echoed = trailing.get_bin(ECHO_TRAILING_BIN).map(|value| value.to_bytes());
+    ensure(
+        echoed.is_some_and(|value| value == ECHO_INITIAL_VALUE),
+        || format!("{what}: initial metadata {echoed:?}"),
+    )?;
+    let echoed = trailing
+        .get_bin(ECHO_TRAILING_BIN)
+        .map(|value| value.to_bytes());
     ensure(
         matches!(&echoed, Some(Ok(bytes)) if bytes[..] == ECHO_TRAILING_VALUE),
         || format!("{what}: trailing metadata {echoed:?}"),
@@ -417,7 +516,11 @@ async fn custom_metadata(c: &Clients) -> Result<(), String> {
         .unary_call(with_echo_metadata(large_request()))
         .await
         .map_err(call_failed)?;
-    check_zeros(body(&reply.get_ref().payload), LARGE_RESPONSE as usize, "UnaryCall")?;
+    check_zeros(
+        body(&reply.get_ref().payload),
+        LARGE_RESPONSE as usize,
+        "UnaryCall",
+    )?;
     // tonic's unary responses carry the trailers in their metadata.
     check_echo(reply.metadata(), reply.metadata(), "UnaryCall")?;
 
@@ -435,10 +538,15 @@ async fn custom_metadata(c: &Clients) -> Result<(), String> {
         .await
         .map_err(call_failed)?
         .ok_or("FullDuplexCall: no response")?;
-    check_zeros(body(&reply.payload), LARGE_RESPONSE as usize, "FullDuplexCall")?;
-    ensure(responses.message().await.map_err(call_failed)?.is_none(), || {
-        "FullDuplexCall: a second response".to_owned()
-    })?;
+    check_zeros(
+        body(&reply.payload),
+        LARGE_RESPONSE as usize,
+        "FullDuplexCall",
+    )?;
+    ensure(
+        responses.message().await.map_err(call_failed)?.is_none(),
+        || "FullDuplexCall: a second response".to_owned(),
+    )?;
     let trailing = responses
         .trailers()
         .await
@@ -474,10 +582,18 @@ async fn status_code_and_message(c: &Clients) -> Result<(), String> {
         response_status: echo_status(STATUS_MESSAGE),
         ..SimpleRequest::default()
     };
-    expect_error(c.plain.clone().unary_call(request).await, Code::Unknown, Some(STATUS_MESSAGE))
-        .map_err(|why| format!("UnaryCall: {why}"))?;
-    expect_error(full_duplex_status(c, STATUS_MESSAGE).await, Code::Unknown, Some(STATUS_MESSAGE))
-        .map_err(|why| format!("FullDuplexCall: {why}"))
+    expect_error(
+        c.plain.clone().unary_call(request).await,
+        Code::Unknown,
+        Some(STATUS_MESSAGE),
+    )
+    .map_err(|why| format!("UnaryCall: {why}"))?;
+    expect_error(
+        full_duplex_status(c, STATUS_MESSAGE).await,
+        Code::Unknown,
+        Some(STATUS_MESSAGE),
+    )
+    .map_err(|why| format!("FullDuplexCall: {why}"))
 }
 
 async fn special_status_message(c: &Clients) -> Result<(), String> {
@@ -493,12 +609,20 @@ async fn special_status_message(c: &Clients) -> Result<(), String> {
 }
 
 async fn unimplemented_method(c: &Clients) -> Result<(), String> {
-    expect_error(c.plain.clone().unimplemented_call(Empty {}).await, Code::Unimplemented, None)
+    expect_error(
+        c.plain.clone().unimplemented_call(Empty {}).await,
+        Code::Unimplemented,
+        None,
+    )
 }
 
 async fn unimplemented_service(c: &Clients) -> Result<(), String> {
     let mut client = UnimplementedServiceClient::new(c.channel.clone());
-    expect_error(client.unimplemented_call(Empty {}).await, Code::Unimplemented, None)
+    expect_error(
+        client.unimplemented_call(Empty {}).await,
+        Code::Unimplemented,
+        None,
+    )
 }
 
 /// Runs one case by name.
