@@ -25,7 +25,7 @@ done
 work=$(mktemp -d)
 pids=()
 cleanup() {
-    for pid in "${pids[@]}"; do kill "$pid" 2>/dev/null || true; done
+    { for pid in "${pids[@]}"; do kill "$pid" || true; done; } 2>/dev/null
     rm -rf "$work"
 }
 trap cleanup EXIT
@@ -61,6 +61,9 @@ bin="$root/target/$profile"
 start_server() {
     local name=$1
     shift
+    # Created first: the background process may not have opened it yet
+    # when the loop below first reads it.
+    : >"$work/$name-server.log"
     "$@" >"$work/$name-server.log" 2>&1 &
     pids+=($!)
     local addr=""
