@@ -63,13 +63,18 @@ pub const SERVER_COMPRESSED_SIZES: [i32; 2] = [31_415, 92_653];
 /// The deadline of timeout_on_sleeping_server.
 pub const SLEEPING_SERVER_DEADLINE: Duration = Duration::from_millis(1);
 
-/// How long a client case waits for any one step before it fails: the
-/// cases are small, so this only turns a hang into a clear failure.
+/// How long one client case may take before it fails: the cases are
+/// small, so this only turns a hang into a clear failure.
 pub const STEP_TIMEOUT: Duration = Duration::from_secs(20);
 
 /// The largest payload a server builds for one response (what a peer's
 /// default receive limit allows), so no request makes it allocate more.
 pub const MAX_RESPONSE_PAYLOAD: i32 = 4 * 1024 * 1024 - 64;
+
+/// The most requests HalfDuplexCall buffers before answering; more is
+/// `RESOURCE_EXHAUSTED`, so a client cannot make the server hold an
+/// unbounded number of messages.
+pub const MAX_HALF_DUPLEX_REQUESTS: usize = 1024;
 
 /// A payload of `size` zero bytes, as the COMPRESSABLE type is defined;
 /// `None` for a negative or oversized size (the server answers

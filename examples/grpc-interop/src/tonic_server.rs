@@ -16,7 +16,7 @@ use tonic::transport::Server;
 use tonic::{Code, Request, Response, Status};
 
 use crate::echo_metadata::TonicEchoLayer;
-use crate::spec::{NOT_COMPRESSED, request_compressed, zeros};
+use crate::spec::{MAX_HALF_DUPLEX_REQUESTS, NOT_COMPRESSED, request_compressed, zeros};
 use crate::stats::{Held, StreamStats};
 use crate::tonic_gen::test_service_server::{TestService, TestServiceServer};
 use crate::tonic_gen::{
@@ -203,6 +203,11 @@ impl TestService for TonicTestService {
         let mut buffered = Vec::new();
         while let Some(request) = requests.message().await? {
             self.stats.received();
+            if buffered.len() == MAX_HALF_DUPLEX_REQUESTS {
+                return Err(Status::resource_exhausted(format!(
+                    "HalfDuplexCall buffers at most {MAX_HALF_DUPLEX_REQUESTS} requests"
+                )));
+            }
             buffered.push(request);
         }
         let responses = stream::iter(buffered).flat_map(answer);

@@ -20,7 +20,7 @@ use volo_grpc::server::{Server, ServiceBuilder};
 use volo_grpc::{BoxStream, Code, Request, Response, Status};
 
 use crate::echo_metadata::VoloEchoLayer;
-use crate::spec::{NOT_COMPRESSED, request_compressed, zeros};
+use crate::spec::{MAX_HALF_DUPLEX_REQUESTS, NOT_COMPRESSED, request_compressed, zeros};
 use crate::stats::{Held, StreamStats};
 use crate::volo_binary_metadata::BinaryMetadataLayer;
 use crate::volo_gen::{
@@ -193,6 +193,11 @@ impl TestService for VoloTestService {
         let mut buffered = Vec::new();
         while let Some(request) = requests.message().await? {
             self.stats.received();
+            if buffered.len() == MAX_HALF_DUPLEX_REQUESTS {
+                return Err(Status::resource_exhausted(format!(
+                    "HalfDuplexCall buffers at most {MAX_HALF_DUPLEX_REQUESTS} requests"
+                )));
+            }
             buffered.push(request);
         }
         let responses = stream::iter(buffered).flat_map(answer);
