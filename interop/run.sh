@@ -9,7 +9,8 @@
 # streams, over-limit refusals on both sides, a server error after k
 # messages, and trailers-only answers to our clients (empty streams, errors
 # before the first message). Prints a matrix (implementation x RPC kind x
-# compression) and exits non-zero if any case failed.
+# compression) and exits non-zero if any case failed. Then the standard
+# interop service matrix (interop/testing_matrix.sh).
 #
 # Usage: interop/run.sh [--release]   (needs python3 with pip, and cargo)
 set -euo pipefail
@@ -164,6 +165,11 @@ fi
 
 echo "== matrix"
 python3 "$root/interop/matrix.py" "$results"
+
+echo "== grpc.testing.TestService: {tonic, volo, grpcio} clients x servers"
+# Reuses the binaries built above (grpc-interop is a workspace member).
+bash "$root/interop/testing_matrix.sh" --no-build "${build_flags[@]}" || failed=1
+
 if [ "$failed" != 0 ]; then
     echo "interop: FAILED"
     exit 1

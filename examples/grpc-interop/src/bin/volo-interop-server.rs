@@ -1,0 +1,51 @@
+//! `grpc.testing.TestService` on volo-grpc with grpc-stream-codec's volo
+//! adapter.
+//!
+//! ```text
+//! volo-interop-server --port N [--host 127.0.0.1]
+//! ```
+//!
+//! Port 0 picks a free port; `listening on ADDR` is printed once bound.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use grpc_interop::report::{SERVER_USAGE, ServerArgs};
+use grpc_interop::volo_server::{VoloTestService, serve};
+
+#[tokio::main]
+async fn main() -> ExitCode {
+    let args = match ServerArgs::parse(std::env::args().skip(1)) {
+        Ok(args) => args,
+        Err(problem) => {
+            eprintln!("{problem}\n{SERVER_USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let addr = match args.addr() {
+        Ok(addr) => addr,
+        Err(problem) => {
+            eprintln!("{problem}\n{SERVER_USAGE}");
+            return ExitCode::from(2);
+        }
+    };
+    let (listener, local) = match tokio::net::TcpListener::bind(addr)
+        .await
+        .and_then(|listener| Ok((listener.local_addr()?, listener)))
+    {
+        Ok((local, listener)) => (listener, local),
+        Err(err) => {
+            eprintln!("cannot listen on {addr}: {err}");
+            return ExitCode::FAILURE;
+        }
+    };
+    println!("listening on {local}");
+    let _ = std::io::stdout().flush();
+    match serve(listener, VoloTestService::default()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(err) => {
+            eprintln!("server failed: {err}");
+            ExitCode::FAILURE
+        }
+    }
+}

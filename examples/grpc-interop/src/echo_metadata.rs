@@ -1,0 +1,233 @@
+//! The metadata echo of the interop servers: `x-grpc-test-echo-initial`
+//! comes back in the response headers and `x-grpc-test-echo-trailing-bin`
+//! in the trailers, for every method. A layer around the service, as
+//! grpc's own interop servers do it with interceptors, so the handlers stay
+//! about payloads and the trailers checked are the framing's own, with one
+//! entry added.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll, ready};
+
+use bytes::Bytes;
+use http::{HeaderMap, HeaderValue};
+use http_body::{Body, Frame, SizeHint};
+
+use crate::spec::{ECHO_INITIAL, ECHO_TRAILING_BIN};
+use crate::volo_binary_metadata::BinaryMetadata;
+
+/// The two echoed values of one request.
+#[derive(Clone, Debug, Default)]
+struct Echo {
+    initial: Option<HeaderValue>,
+    trailing: Option<HeaderValue>,
+}
+
+impl Echo {
+    fn from_request(headers: &HeaderMap) -> Echo {
+        Echo {
+            initial: headers.get(ECHO_INITIAL).cloned(),
+            trailing: headers.get(ECHO_TRAILING_BIN).cloned(),
+        }
+    }
+
+    /// On volo-grpc the binary entries were moved to an extension first
+    /// (see [`crate::volo_binary_metadata`]).
+    fn from_volo_request<B>(req: &volo_grpc::Request<B>) -> Echo {
+        let mut echo = Echo::from_request(req.metadata().headers());
+        if let Some(BinaryMetadata(binary)) = req.extensions().get() {
+            echo.trailing = echo
+                .trailing
+                .or_else(|| binary.get(ECHO_TRAILING_BIN).cloned());
+        }
+        echo
+    }
+
+    /// Puts the initial value in `headers`, and the trailing one too when
+    /// the response is trailers-only (its status already in the headers).
+    /// Returns what is left for the body's trailers.
+    fn apply(self, headers: &mut HeaderMap) -> Option<HeaderValue> {
+        if let Some(initial) = self.initial {
+            headers.insert(ECHO_INITIAL, initial);
+        }
+        match self.trailing {
+            Some(trailing) if headers.contains_key("grpc-status") => {
+                headers.insert(ECHO_TRAILING_BIN, trailing);
+                None
+            }
+            trailing => trailing,
+        }
+    }
+}
+
+/// A response body that adds one entry to its trailers frame.
+#[derive(Debug)]
+pub struct EchoTrailers<B> {
+    inner: B,
+    trailing: Option<HeaderValue>,
+}
+
+impl<B> Body for EchoTrailers<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = self.get_mut();
+        let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
+            Some(Ok(frame)) => frame,
+            other => return Poll::Ready(other),
+        };
+        Poll::Ready(Some(Ok(match frame.into_trailers() {
+            Ok(mut trailers) => {
+                if let Some(trailing) = this.trailing.take() {
+                    trailers.insert(ECHO_TRAILING_BIN, trailing);
+                }
+                Frame::trailers(trailers)
+            }
+            Err(frame) => frame,
+        })))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        self.inner.size_hint()
+    }
+}
+
+/// The echo for a tonic server: `Server::builder().layer(TonicEchoLayer)`.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct TonicEchoLayer;
+
+impl<S> tower::Layer<S> for TonicEchoLayer {
+    type Service = TonicEcho<S>;
+
+    fn layer(&self, inner: S) -> TonicEcho<S> {
+        TonicEcho { inner }
+    }
+}
+
+/// The service of [`TonicEchoLayer`].
+#[derive(Clone, Debug)]
+pub struct TonicEcho<S> {
+    inner: S,
+}
+
+impl<S, B> tower::Service<http::Request<B>> for TonicEcho<S>
+where
+    S: tower::Service<http::Request<B>, Response = http::Response<tonic::body::Body>>,
+    S::Future: Send + 'static,
+{
+    type Response = http::Response<tonic::body::Body>;
+    type Error = S::Error;
+    type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
+
+    fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, req: http::Request<B>) -> Self::Future {
+        let echo = Echo::from_request(req.headers());
+        let response = self.inner.call(req);
+        Box::pin(async move {
+            let mut response = response.await?;
+            let trailing = echo.apply(response.headers_mut());
+            Ok(response.map(|inner| tonic::body::Body::new(EchoTrailers { inner, trailing })))
+        })
+    }
+}
+
+/// The echo for a volo-grpc server: `Server::new().layer_front(VoloEchoLayer)`,
+/// with [`crate::volo_binary_metadata::BinaryMetadataLayer`] in front.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct VoloEchoLayer;
+
+impl<S> volo::Layer<S> for VoloEchoLayer {
+    type Service = VoloEcho<S>;
+
+    fn layer(self, inner: S) -> VoloEcho<S> {
+        VoloEcho { inner }
+    }
+}
+
+/// The service of [`VoloEchoLayer`].
+#[derive(Clone, Debug)]
+pub struct VoloEcho<S> {
+    inner: S,
+}
+
+impl<S, B> volo::Service<volo_grpc::context::ServerContext, volo_grpc::Request<B>> for VoloEcho<S>
+where
+    S: volo::Service<
+            volo_grpc::context::ServerContext,
+            volo_grpc::Request<B>,
+            Response = volo_grpc::Response<volo_grpc::body::BoxBody>,
+        > + Sync,
+    B: Send,
+{
+    type Response = volo_grpc::Response<volo_grpc::body::BoxBody>;
+    type Error = S::Error;
+
+    async fn call(
+        &self,
+        cx: &mut volo_grpc::context::ServerContext,
+        req: volo_grpc::Request<B>,
+    ) -> Result<Self::Response, Self::Error> {
+        let echo = Echo::from_volo_request(&req);
+        let mut response = self.inner.call(cx, req).await?;
+        let trailing = echo.apply(response.metadata_mut().headers_mut());
+        Ok(response.map(|inner| volo_grpc::body::boxed(EchoTrailers { inner, trailing })))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use http_body_util::BodyExt;
+
+    use super::*;
+
+    fn request_headers() -> HeaderMap {
+        let mut headers = HeaderMap::new();
+        headers.insert(ECHO_INITIAL, HeaderValue::from_static("hello"));
+        headers.insert(ECHO_TRAILING_BIN, HeaderValue::from_static("q6ur"));
+        headers
+    }
+
+    #[tokio::test]
+    async fn trailing_value_joins_the_bodys_trailers() {
+        let mut trailers = HeaderMap::new();
+        trailers.insert("grpc-status", HeaderValue::from_static("0"));
+        let frames: Vec<Result<Frame<Bytes>, std::convert::Infallible>> = vec![
+            Ok(Frame::data(Bytes::from_static(b"abc"))),
+            Ok(Frame::trailers(trailers)),
+        ];
+        let inner = http_body_util::StreamBody::new(futures::stream::iter(frames));
+        let mut headers = HeaderMap::new();
+        let trailing = Echo::from_request(&request_headers()).apply(&mut headers);
+        assert_eq!(headers[ECHO_INITIAL], "hello");
+        assert!(!headers.contains_key(ECHO_TRAILING_BIN));
+        let collected = EchoTrailers { inner, trailing }.collect().await.unwrap();
+        let trailers = collected.trailers().cloned().unwrap();
+        assert_eq!(trailers[ECHO_TRAILING_BIN], "q6ur");
+        assert_eq!(trailers["grpc-status"], "0");
+        assert_eq!(collected.to_bytes(), &b"abc"[..]);
+    }
+
+    #[test]
+    fn a_trailers_only_answer_gets_both_in_its_headers() {
+        let mut headers = HeaderMap::new();
+        headers.insert("grpc-status", HeaderValue::from_static("2"));
+        let left = Echo::from_request(&request_headers()).apply(&mut headers);
+        assert!(left.is_none());
+        assert_eq!(headers[ECHO_INITIAL], "hello");
+        assert_eq!(headers[ECHO_TRAILING_BIN], "q6ur");
+    }
+}
