@@ -45,6 +45,8 @@ bin="$root/target/$profile"
 start_server() {
     local name=$1
     shift
+    # Created first: the loop below may read it before the server opens it.
+    : >"$work/$name.log"
     "$@" >"$work/$name.log" 2>&1 &
     pids+=($!)
     local addr=""
