@@ -2,12 +2,14 @@
 
 use std::collections::VecDeque;
 use std::mem;
+use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 
-use super::buffers::{MessageBuffers, MessageBuilder};
+use super::buffers::{MessageBuffers, MessageBuilder, SMALL_MESSAGE_MAX};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
+use crate::budget::{Budget, StreamBudget};
 use crate::compression::{CompressionEncoding, decompress};
 use crate::envelope::{EnvelopeHeader, FLAG_COMPRESSED, HEADER_LEN, Limits};
 use crate::status::Status;
@@ -72,6 +74,11 @@ pub enum Decoded {
 pub struct EnvelopeAssembler {
     buffers: MessageBuffers,
     max_receive: usize,
+    /// The largest message the fast path takes: `max_receive`, or with a
+    /// budget only small ones (large ones are granted on the slow path).
+    fast_max: usize,
+    /// The receive budget, if any (see [`crate::budget`]).
+    budget: Option<Box<StreamBudget>>,
     mode: Mode,
     /// The unread rest of the frame being parsed.
     frame: Bytes,
@@ -134,6 +141,8 @@ impl EnvelopeAssembler {
         EnvelopeAssembler {
             buffers: MessageBuffers::new(),
             max_receive: limits.max_receive(),
+            fast_max: limits.max_receive(),
+            budget: None,
             mode,
             frame: Bytes::new(),
             queued: VecDeque::new(),
@@ -144,6 +153,48 @@ impl EnvelopeAssembler {
     /// Changes the receive limit for envelopes whose header has not been read yet.
     pub fn set_limits(&mut self, limits: Limits) {
         self.max_receive = limits.max_receive();
+        self.fast_max = self.fast_path_max();
+    }
+
+    /// Counts what this stream allocates for received messages against
+    /// `budget` (see [`crate::budget`]). Set it before the first frame.
+    ///
+    /// When the budget cannot grant, [`next`](Self::next) returns
+    /// `Ok(None)` with [`is_blocked`](Self::is_blocked) true: do not push
+    /// frames (stop reading the body) and wait with
+    /// [`poll_budget`](Self::poll_budget), then call `next` again.
+    pub fn set_budget(&mut self, budget: impl Into<Budget>) {
+        let budget = budget.into();
+        self.buffers.set_budget(budget.clone());
+        self.budget = Some(Box::new(StreamBudget::new(budget)));
+        self.fast_max = self.fast_path_max();
+    }
+
+    fn fast_path_max(&self) -> usize {
+        match self.budget {
+            None => self.max_receive,
+            // The fast path cannot wait: large messages take the slow one.
+            Some(_) => self.max_receive.min(SMALL_MESSAGE_MAX - HEADER_LEN),
+        }
+    }
+
+    /// Whether the assembler waits for its budget (see
+    /// [`set_budget`](Self::set_budget)). Always false without one.
+    pub fn is_blocked(&self) -> bool {
+        matches!(&self.budget, Some(budget) if budget.blocked())
+    }
+
+    /// Waits for the memory the budget could not grant at once: `Ready(Ok)`
+    /// when [`next`](Self::next) can go on, `Ready(Err)` if the wait timed
+    /// out (`resource_exhausted`; the assembler has then failed).
+    pub fn poll_budget(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        let Some(budget) = self.budget.as_deref_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        match budget.poll(cx) {
+            Poll::Ready(Err(status)) => Poll::Ready(Err(self.fail(status))),
+            other => other,
+        }
     }
 
     /// Hands the assembler the next frame of the body.
@@ -227,6 +278,9 @@ impl EnvelopeAssembler {
         self.frame = Bytes::new();
         self.queued = VecDeque::new();
         self.state = State::Failed(status.clone());
+        if let Some(budget) = self.budget.as_deref_mut() {
+            budget.release_message();
+        }
         status
     }
 
@@ -259,6 +313,13 @@ impl EnvelopeAssembler {
                     }
                 }
                 State::Payload { builder, .. } => {
+                    if let Some(budget) = self.budget.as_deref_mut() {
+                        let growth = builder.growth_for(self.frame.len());
+                        if growth > 0 && !budget.take(growth) {
+                            // Blocked: keep the frame, read nothing more.
+                            return Ok(None);
+                        }
+                    }
                     builder.fill_from(&mut self.frame);
                     if builder.remaining() > 0 {
                         continue;
@@ -309,7 +370,7 @@ impl EnvelopeAssembler {
             (0 | FLAG_COMPRESSED, Mode::Raw) => 0,
             _ => return None,
         };
-        if len > self.max_receive || self.frame.len() < end {
+        if len > self.fast_max || self.frame.len() < end {
             return None;
         }
         let message = self.buffers.copy_slice(&self.frame[start..end]);
@@ -357,6 +418,11 @@ impl EnvelopeAssembler {
             crate::envelope::check_trailers_size(len)?;
         } else {
             crate::envelope::check_size(len, self.max_receive)?;
+            if let Some(budget) = &self.budget
+                && len > budget.capacity()
+            {
+                return Err(crate::budget::too_large(len, budget.capacity()));
+            }
         }
         if header.is_compressed() && (header.is_trailers() || matches!(self.mode, Mode::Decode(_)))
         {
@@ -381,7 +447,17 @@ impl EnvelopeAssembler {
         builder: MessageBuilder,
     ) -> Result<Decoded, Status> {
         if self.is_transient(header) {
-            self.transform(header, builder.as_slice())
+            let decoded = self.transform(header, builder.as_slice());
+            drop(builder);
+            if let Some(budget) = self.budget.as_deref_mut() {
+                // The compressed bytes were just freed.
+                budget.release_message();
+            }
+            decoded
+        } else if let Some(budget) = self.budget.as_deref_mut() {
+            Ok(Decoded::Message(
+                builder.finish_counted(budget.message_share()),
+            ))
         } else {
             Ok(Decoded::Message(builder.finish()))
         }
@@ -399,7 +475,11 @@ impl EnvelopeAssembler {
             return Ok(Decoded::EndStream(Box::new(trailers)));
         }
         let message = self.decompress(payload, self.max_receive)?;
-        Ok(Decoded::Message(self.buffers.place(message)))
+        let message = match self.budget.as_deref() {
+            None => self.buffers.place(message),
+            Some(budget) => self.buffers.place_counted(message, budget),
+        };
+        Ok(Decoded::Message(message))
     }
 
     fn decompress(&self, mut payload: &[u8], limit: usize) -> Result<Vec<u8>, Status> {
