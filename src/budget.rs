@@ -45,9 +45,14 @@
 //!
 //! # When a grant waits: the rules
 //!
-//! - **Gated**: large-message growth. A grant that does not fit waits in one
-//!   first-in, first-out queue; released memory goes to the oldest waiter
-//!   first and nobody overtakes it (fair order).
+//! - **Gated**: large-message growth. A grant that does not fit waits.
+//!   Messages under way come first: released memory goes to the oldest
+//!   waiter whose message has started, then (when none waits) to the oldest
+//!   waiting to start one; nobody overtakes within a queue (fair order).
+//!   A message starts only when all of it would fit in what is free at that
+//!   moment (nothing is reserved: its growth is still counted as it
+//!   arrives), so released memory finishes messages instead of being spread
+//!   over many that each hold a part and wait.
 //! - **Never gated**: small-message slabs (counted, may exceed the capacity).
 //!   That is what keeps small requests of well-behaved clients flowing while
 //!   hostile streams hold the budget; their total is bounded by one slab per
@@ -117,11 +122,11 @@ pub trait ReceiveBudget: Send + Sync + 'static {
     /// The most a message may declare: a larger one fails on its header.
     fn capacity(&self) -> usize;
 
-    /// Takes `bytes` if that is possible at once without overtaking a
-    /// waiting stream. `slot` identifies the stream (see
+    /// Takes `request.bytes` if that is possible at once without overtaking
+    /// a waiting stream. `slot` identifies the stream (see
     /// [`poll_acquire`](Self::poll_acquire)); a stream holding the overdraft
     /// is always served.
-    fn try_acquire(&self, slot: &mut WaitSlot, bytes: usize) -> bool;
+    fn try_acquire(&self, slot: &mut WaitSlot, request: Request) -> bool;
 
     /// Takes `bytes` unconditionally (memory that is never gated).
     fn charge(&self, bytes: usize);
@@ -133,7 +138,7 @@ pub trait ReceiveBudget: Send + Sync + 'static {
     fn poll_acquire(
         &self,
         slot: &mut WaitSlot,
-        bytes: usize,
+        request: Request,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), Status>>;
 
@@ -150,6 +155,18 @@ pub trait ReceiveBudget: Send + Sync + 'static {
 
     /// What the budget holds now.
     fn stats(&self) -> BudgetStats;
+}
+
+/// One grant a decoder asks for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Request {
+    /// The bytes to take now.
+    pub bytes: usize,
+    /// For a message's first grant: what the whole message will still
+    /// allocate (its declared length less what is already allocated), which
+    /// [`SharedBudget`] wants to fit before the message starts; `None` for a
+    /// message under way.
+    pub starting: Option<usize>,
 }
 
 /// A stream's identity towards a [`ReceiveBudget`]: its place in the wait

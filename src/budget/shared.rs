@@ -6,7 +6,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
-use super::{Budget, BudgetStats, ReceiveBudget, WaitSlot};
+use super::{Budget, BudgetStats, ReceiveBudget, Request, WaitSlot};
 use crate::status::{Code, Status};
 
 /// How long a stream waits for memory before failing, unless configured.
@@ -51,8 +51,11 @@ struct Inner {
 struct State {
     in_use: usize,
     peak: usize,
-    /// Waiters in arrival order; deadlines therefore ascend too.
-    queue: VecDeque<Waiter>,
+    /// Waiters whose message is under way, in arrival order (deadlines
+    /// therefore ascend too); served first.
+    under_way: VecDeque<Waiter>,
+    /// Waiters whose message has yet to start, in arrival order.
+    starting: VecDeque<Waiter>,
     /// Waiters served or timed out that have not polled since.
     resolved: HashMap<u64, Resolution>,
     next_id: u64,
@@ -66,6 +69,9 @@ struct State {
 struct Waiter {
     id: u64,
     bytes: usize,
+    /// What must be free to serve it: `bytes`, or for a message to start,
+    /// all it will allocate.
+    fit: usize,
     waker: Waker,
     /// From then on it may take the overdraft.
     overdraft_at: Instant,
@@ -156,38 +162,109 @@ impl Inner {
         state.in_use.saturating_add(bytes) <= self.capacity
     }
 
-    /// Serves waiters from the head while they fit (or by the overdraft
-    /// rule) and returns the wakers to call once the lock is released.
+    /// Whether `request` may be served without waiting: it fits, and no
+    /// waiter it must not overtake is queued.
+    fn may_take_now(&self, state: &State, request: Request) -> bool {
+        match request.starting {
+            None => self.fits(state, request.bytes),
+            Some(rest) => Self::waiting(state) == 0 && self.fits(state, rest.max(request.bytes)),
+        }
+    }
+
+    /// Serves waiters while memory allows, and returns the wakers to call
+    /// once the lock is released. Messages under way first: every one
+    /// whose grant fits, oldest first (a message under way that fits is not
+    /// held up behind a larger one: finishing it is what frees memory).
+    /// Then messages waiting to start, strictly in order. The oldest waiter
+    /// takes a free overdraft once it has waited long enough.
     fn serve(&self, state: &mut State) -> Vec<Waker> {
         let mut woken = Vec::new();
-        let mut now = None;
-        while let Some(head) = state.queue.front() {
-            let overdraft = if self.fits(state, head.bytes) {
+        let now = Instant::now();
+        let mut index = 0;
+        while index < state.under_way.len() {
+            let waiter = &state.under_way[index];
+            let overdraft = if self.fits(state, waiter.fit) {
                 false
-            } else if state.overdraft.is_none()
-                && head.overdraft_at <= *now.get_or_insert_with(Instant::now)
-            {
+            } else if index == 0 && state.overdraft.is_none() && waiter.overdraft_at <= now {
+                true
+            } else {
+                index += 1;
+                continue;
+            };
+            if let Some(waiter) = state.under_way.remove(index) {
+                self.grant(state, waiter, overdraft, &mut woken);
+            }
+        }
+        if !state.under_way.is_empty() {
+            return woken;
+        }
+        while let Some(head) = state.starting.front() {
+            let overdraft = if self.fits(state, head.fit) {
+                false
+            } else if state.overdraft.is_none() && head.overdraft_at <= now {
                 true
             } else {
                 break;
             };
-            let Some(head) = state.queue.pop_front() else {
-                break;
-            };
-            self.add(state, head.bytes);
-            if overdraft {
-                state.overdraft = Some(head.id);
+            if let Some(head) = state.starting.pop_front() {
+                self.grant(state, head, overdraft, &mut woken);
             }
-            state.resolved.insert(
-                head.id,
-                Resolution::Granted {
-                    bytes: head.bytes,
-                    overdraft,
-                },
-            );
-            woken.push(head.waker);
         }
         woken
+    }
+
+    fn grant(&self, state: &mut State, waiter: Waiter, overdraft: bool, woken: &mut Vec<Waker>) {
+        self.add(state, waiter.bytes);
+        if overdraft {
+            state.overdraft = Some(waiter.id);
+        }
+        state.resolved.insert(
+            waiter.id,
+            Resolution::Granted {
+                bytes: waiter.bytes,
+                overdraft,
+            },
+        );
+        woken.push(waiter.waker);
+    }
+
+    /// When the timer must look again: the earliest deadline, or the
+    /// moment the next head may take a free overdraft.
+    fn next_event(&self, state: &State) -> Option<Instant> {
+        let heads = [state.under_way.front(), state.starting.front()];
+        let deadline = heads.iter().flatten().map(|w| w.deadline).min()?;
+        let overdraft = state
+            .overdraft
+            .is_none()
+            .then(|| heads.iter().flatten().next().map(|w| w.overdraft_at))
+            .flatten();
+        Some(overdraft.map_or(deadline, |at| at.min(deadline)))
+    }
+
+    /// Times out every waiter whose deadline has passed.
+    fn expire(&self, state: &mut State, now: Instant, woken: &mut Vec<Waker>) {
+        for under_way in [true, false] {
+            loop {
+                let queue = if under_way {
+                    &mut state.under_way
+                } else {
+                    &mut state.starting
+                };
+                if !queue.front().is_some_and(|w| w.deadline <= now) {
+                    break;
+                }
+                let Some(expired) = queue.pop_front() else {
+                    break;
+                };
+                state.timed_out += 1;
+                state.resolved.insert(expired.id, Resolution::TimedOut);
+                woken.push(expired.waker);
+            }
+        }
+    }
+
+    fn waiting(state: &State) -> usize {
+        state.under_way.len() + state.starting.len()
     }
 
     fn start_timer(&self, state: &mut State) {
@@ -213,36 +290,23 @@ impl Inner {
     fn run_timer(&self) {
         let mut state = self.lock();
         loop {
-            let Some(head) = state.queue.front() else {
+            let Some(wake) = self.next_event(&state) else {
                 state.timer_running = false;
                 return;
             };
             let now = Instant::now();
-            // The head's next event: the overdraft (if free), or its timeout.
-            let wake = if state.overdraft.is_none() {
-                head.overdraft_at.min(head.deadline)
-            } else {
-                head.deadline
-            };
             if wake > now {
-                let sleep = wake - now;
                 state = self
                     .timer
-                    .wait_timeout(state, sleep)
+                    .wait_timeout(state, wake - now)
                     .map(|(guard, _)| guard)
                     .unwrap_or_else(|poisoned| poisoned.into_inner().0);
                 continue;
             }
             let mut woken = Vec::new();
-            while state.queue.front().is_some_and(|w| w.deadline <= now) {
-                let Some(expired) = state.queue.pop_front() else {
-                    break;
-                };
-                state.timed_out += 1;
-                state.resolved.insert(expired.id, Resolution::TimedOut);
-                woken.push(expired.waker);
-            }
-            // The new head may fit where the expired one did not.
+            self.expire(&mut state, now, &mut woken);
+            // A new head may fit where an expired one did not, or may take
+            // the overdraft now.
             woken.extend(self.serve(&mut state));
             drop(state);
             woken.into_iter().for_each(Waker::wake);
@@ -267,10 +331,10 @@ impl ReceiveBudget for Inner {
         self.capacity
     }
 
-    fn try_acquire(&self, slot: &mut WaitSlot, bytes: usize) -> bool {
+    fn try_acquire(&self, slot: &mut WaitSlot, request: Request) -> bool {
         let mut state = self.lock();
-        if slot.overdraft || (state.queue.is_empty() && self.fits(&state, bytes)) {
-            self.add(&mut state, bytes);
+        if slot.overdraft || self.may_take_now(&state, request) {
+            self.add(&mut state, request.bytes);
             return true;
         }
         false
@@ -284,9 +348,10 @@ impl ReceiveBudget for Inner {
     fn poll_acquire(
         &self,
         slot: &mut WaitSlot,
-        bytes: usize,
+        request: Request,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), Status>> {
+        let bytes = request.bytes;
         let mut state = self.lock();
         if let Some(id) = slot.queued {
             match state.resolved.remove(&id) {
@@ -301,14 +366,23 @@ impl ReceiveBudget for Inner {
                 }
                 None => {}
             }
-            if let Some(waiter) = state.queue.iter_mut().find(|w| w.id == id) {
+            let State {
+                under_way,
+                starting,
+                ..
+            } = &mut *state;
+            if let Some(waiter) = under_way
+                .iter_mut()
+                .chain(starting.iter_mut())
+                .find(|w| w.id == id)
+            {
                 waiter.waker.clone_from(cx.waker());
                 return Poll::Pending;
             }
             // Not queued and not resolved: a slot from another budget.
             slot.queued = None;
         }
-        if slot.overdraft || (state.queue.is_empty() && self.fits(&state, bytes)) {
+        if slot.overdraft || self.may_take_now(&state, request) {
             self.add(&mut state, bytes);
             return Poll::Ready(Ok(()));
         }
@@ -316,15 +390,20 @@ impl ReceiveBudget for Inner {
         state.next_id += 1;
         state.waits += 1;
         let now = Instant::now();
-        state.queue.push_back(Waiter {
+        let queue = match request.starting {
+            None => &mut state.under_way,
+            Some(_) => &mut state.starting,
+        };
+        queue.push_back(Waiter {
             id,
             bytes,
+            fit: request.starting.map_or(bytes, |rest| rest.max(bytes)),
             waker: cx.waker().clone(),
             overdraft_at: now + self.overdraft_after,
             deadline: now + self.max_wait,
         });
         slot.queued = Some(id);
-        // Alone in the queue, it may be served at once by the overdraft.
+        // With a zero overdraft delay it may be served at once.
         let woken = self.serve(&mut state);
         if let Some(Resolution::Granted { overdraft, .. }) = state.resolved.remove(&id) {
             slot.queued = None;
@@ -342,7 +421,7 @@ impl ReceiveBudget for Inner {
     fn release(&self, bytes: usize) {
         let mut state = self.lock();
         state.in_use = state.in_use.saturating_sub(bytes);
-        if state.queue.is_empty() {
+        if Self::waiting(&state) == 0 {
             return;
         }
         let woken = self.serve(&mut state);
@@ -371,7 +450,8 @@ impl ReceiveBudget for Inner {
         }
         let mut state = self.lock();
         if let Some(id) = queued {
-            state.queue.retain(|w| w.id != id);
+            state.under_way.retain(|w| w.id != id);
+            state.starting.retain(|w| w.id != id);
             match state.resolved.remove(&id) {
                 Some(Resolution::Granted { bytes, overdraft }) => {
                     state.in_use = state.in_use.saturating_sub(bytes);
@@ -395,7 +475,7 @@ impl ReceiveBudget for Inner {
             capacity: self.capacity,
             in_use: state.in_use,
             peak: state.peak,
-            waiting: state.queue.len(),
+            waiting: Self::waiting(&state),
             timed_out: state.timed_out,
             waits: state.waits,
         }

@@ -3,7 +3,7 @@
 
 use std::task::{Context, Poll, ready};
 
-use super::{Budget, Share, WaitSlot};
+use super::{Budget, Request, Share, WaitSlot};
 use crate::status::Status;
 
 /// What a decoder keeps about its budget. Only exists when a budget is set,
@@ -15,7 +15,7 @@ pub(crate) struct StreamBudget {
     /// taken by the step that asked for it).
     credit: usize,
     /// The grant the stream waits for.
-    want: Option<usize>,
+    want: Option<Request>,
     /// Bytes counted for the message being assembled.
     held: usize,
 }
@@ -39,16 +39,21 @@ impl StreamBudget {
         self.budget.policy().capacity()
     }
 
-    /// Takes `bytes` for the message being assembled: from a grant that
-    /// already waited, or at once if the budget allows. Otherwise records
-    /// the wish and returns `false`: the caller stops and
-    /// [`poll`](Self::poll) waits for it.
-    pub(crate) fn take(&mut self, bytes: usize) -> bool {
+    /// Takes `bytes` for the message being assembled, which will allocate
+    /// `rest` more in all (this grant included): from a grant that already
+    /// waited, or at once if the budget allows. Otherwise records the wish
+    /// and returns `false`: the caller stops and [`poll`](Self::poll) waits
+    /// for it.
+    pub(crate) fn take(&mut self, bytes: usize, rest: usize) -> bool {
+        let request = Request {
+            bytes,
+            starting: (self.held == 0).then_some(rest),
+        };
         if self.credit >= bytes {
             self.credit -= bytes;
-        } else if self.want.is_none() && self.budget.policy().try_acquire(&mut self.slot, bytes) {
+        } else if self.want.is_none() && self.budget.policy().try_acquire(&mut self.slot, request) {
         } else {
-            self.want = Some(bytes);
+            self.want = Some(request);
             return false;
         }
         self.held += bytes;
@@ -67,13 +72,17 @@ impl StreamBudget {
 
     /// Waits for the grant [`take`](Self::take) could not have at once.
     pub(crate) fn poll(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
-        let Some(bytes) = self.want else {
+        let Some(request) = self.want else {
             return Poll::Ready(Ok(()));
         };
-        let granted = ready!(self.budget.policy().poll_acquire(&mut self.slot, bytes, cx));
+        let granted = ready!(
+            self.budget
+                .policy()
+                .poll_acquire(&mut self.slot, request, cx)
+        );
         self.want = None;
         granted?;
-        self.credit += bytes;
+        self.credit += request.bytes;
         Poll::Ready(Ok(()))
     }
 

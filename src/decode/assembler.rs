@@ -315,7 +315,7 @@ impl EnvelopeAssembler {
                 State::Payload { builder, .. } => {
                     if let Some(budget) = self.budget.as_deref_mut() {
                         let growth = builder.growth_for(self.frame.len());
-                        if growth > 0 && !budget.take(growth) {
+                        if growth > 0 && !budget.take(growth, builder.growth_rest()) {
                             // Blocked: keep the frame, read nothing more.
                             return Ok(None);
                         }

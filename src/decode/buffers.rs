@@ -366,6 +366,14 @@ impl MessageBuilder {
         }
     }
 
+    /// What the message will still allocate before it is complete.
+    pub(crate) fn growth_rest(&self) -> usize {
+        match &self.storage {
+            Storage::Slab(_) => 0,
+            Storage::Exact(vec) => self.declared - vec.capacity(),
+        }
+    }
+
     /// [`finish`](Self::finish) for a stream with a budget: a message of
     /// its own allocation carries `share`, released when it is dropped; a
     /// slab region's share is its slab's.
