@@ -46,13 +46,21 @@
 //! # When a grant waits: the rules
 //!
 //! - **Gated**: large-message growth. A grant that does not fit waits.
-//!   Messages under way come first: released memory goes to the oldest
-//!   waiter whose message has started, then (when none waits) to the oldest
-//!   waiting to start one; nobody overtakes within a queue (fair order).
+//!   Messages under way come first: released memory goes to every waiter
+//!   whose message has started and whose grant fits, oldest first (finishing
+//!   a message is what frees memory), then, when none of those waits, to
+//!   the streams waiting to start a message, strictly in arrival order.
 //!   A message starts only when all of it would fit in what is free at that
 //!   moment (nothing is reserved: its growth is still counted as it
 //!   arrives), so released memory finishes messages instead of being spread
-//!   over many that each hold a part and wait.
+//!   over many that each hold a part and wait. For the same reason a
+//!   message that has to wait is granted the rest of its growth at once
+//!   (counted from then on, allocated as its bytes arrive).
+//! - **HTTP/2 windows**: a waiting stream leaves up to its stream window
+//!   unread, which also fills its connection's window. Keep the stream
+//!   window times the streams that may wait on one connection below the
+//!   connection window, or the streams holding the budget cannot receive
+//!   the rest of their messages and waits end only by timeout.
 //! - **Never gated**: small-message slabs (counted, may exceed the capacity).
 //!   That is what keeps small requests of well-behaved clients flowing while
 //!   hostile streams hold the budget; their total is bounded by one slab per
@@ -61,7 +69,8 @@
 //!   the head of the queue has waited
 //!   [`overdraft_after`](SharedBudget::with_overdraft_after) (default
 //!   100 ms) and no other stream holds the overdraft, it is served anyway
-//!   and keeps the overdraft until that message is complete. So when every stream holds part of a message and
+//!   and keeps the overdraft until that message is freed (dropped by the
+//!   handler). So when every stream holds part of a message and
 //!   waits, one of them still finishes, its memory is released and the queue
 //!   moves on. Bytes in use never exceed the capacity plus one message (at
 //!   most the receive limit) plus the ungated slabs.
@@ -145,8 +154,8 @@ pub trait ReceiveBudget: Send + Sync + 'static {
     /// Gives back `bytes` taken earlier; wakes waiters that now fit.
     fn release(&self, bytes: usize);
 
-    /// The stream's current message is complete: it gives up the overdraft
-    /// if it held it.
+    /// The overdrawn message of `slot` is freed (or was never handed out):
+    /// the overdraft is free again.
     fn message_done(&self, slot: &mut WaitSlot);
 
     /// The stream stops waiting (it is dropped): forget its place, and give

@@ -1,17 +1,33 @@
 //! Shares of a budget that travel with the memory they count.
 
-use super::Budget;
+use super::{Budget, WaitSlot};
 
 /// Bytes counted against a budget, given back when dropped.
 pub(crate) struct Share {
     budget: Budget,
     bytes: usize,
+    /// The bytes were an overdraft (the progress rule): it ends when they
+    /// are freed, so overdrawn messages never pile up.
+    overdraft: bool,
 }
 
 impl Share {
     /// A share of `bytes` already taken from `budget`.
     pub(crate) fn new(budget: Budget, bytes: usize) -> Self {
-        Share { budget, bytes }
+        Share {
+            budget,
+            bytes,
+            overdraft: false,
+        }
+    }
+
+    /// A share that also holds the budget's overdraft.
+    pub(crate) fn overdrawn(budget: Budget, bytes: usize) -> Self {
+        Share {
+            budget,
+            bytes,
+            overdraft: true,
+        }
     }
 }
 
@@ -19,6 +35,13 @@ impl Drop for Share {
     fn drop(&mut self) {
         if self.bytes > 0 {
             self.budget.policy().release(self.bytes);
+        }
+        if self.overdraft {
+            let mut slot = WaitSlot {
+                queued: None,
+                overdraft: true,
+            };
+            self.budget.policy().message_done(&mut slot);
         }
     }
 }

@@ -250,7 +250,7 @@ impl Inner {
                 } else {
                     &mut state.starting
                 };
-                if !queue.front().is_some_and(|w| w.deadline <= now) {
+                if queue.front().is_none_or(|w| w.deadline > now) {
                     break;
                 }
                 let Some(expired) = queue.pop_front() else {

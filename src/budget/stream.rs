@@ -53,7 +53,13 @@ impl StreamBudget {
             self.credit -= bytes;
         } else if self.want.is_none() && self.budget.policy().try_acquire(&mut self.slot, request) {
         } else {
-            self.want = Some(request);
+            // Having to wait, ask for the rest of the message at once: the
+            // memory that comes back then finishes a message instead of
+            // being spread over many that each grow a step and wait again.
+            self.want = Some(Request {
+                bytes: rest.max(bytes),
+                ..request
+            });
             return false;
         }
         self.held += bytes;
@@ -89,9 +95,12 @@ impl StreamBudget {
     /// The assembled message's share, to travel with it; the message is
     /// complete.
     pub(crate) fn message_share(&mut self) -> Share {
-        let share = Share::new(self.budget.clone(), std::mem::take(&mut self.held));
-        self.message_done();
-        share
+        let held = std::mem::take(&mut self.held);
+        if std::mem::take(&mut self.slot.overdraft) {
+            // The overdraft stays taken until this message is freed.
+            return Share::overdrawn(self.budget.clone(), held);
+        }
+        Share::new(self.budget.clone(), held)
     }
 
     /// The message's memory is freed (decompressed, failed): give its share
