@@ -1,6 +1,7 @@
 //! Decode: the `EnvelopeAssembler` against the single growing `BytesMut`
 //! reader it replaces, on the same frames in the same run, plus a `memcpy`
-//! floor for the 1 MiB row.
+//! floor for the 1 MiB row. `assembler_budget` is the assembler with a
+//! receive budget (`grpc_stream_codec::budget`), for its cost.
 //!
 //! `cargo bench --bench decode`; a quick pass:
 //! `cargo bench --bench decode -- --warm-up-time 1 --measurement-time 2`.
@@ -12,6 +13,7 @@ mod support;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
+use grpc_stream_codec::budget::SharedBudget;
 use grpc_stream_codec::compression::Compressor;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::{DEFAULT_MAX_RECEIVE_SIZE, EnvelopeHeader, HEADER_LEN};
@@ -222,6 +224,29 @@ fn decode(c: &mut Criterion) {
             }
             b.iter(|| run_assembler(&mut assembler, &w, &mut held));
         });
+
+        // The same assembler with a receive budget (large enough never to
+        // make it wait): what counting costs, against the row above.
+        let budget = SharedBudget::new(1 << 30);
+        let mut budgeted = EnvelopeAssembler::new(Limits::default(), None);
+        budgeted.set_budget(budget.clone());
+        let mut held = None;
+        assert_eq!(run_assembler(&mut budgeted, &w, &mut held), w.messages);
+        let mut reported = false;
+        group.bench_function("assembler_budget", |b| {
+            if !reported {
+                reported = true;
+                support::print_allocs_per_message(
+                    &format!("decode assembler_budget {}", w.name),
+                    rounds,
+                    || run_assembler(&mut budgeted, &w, &mut held),
+                );
+            }
+            b.iter(|| run_assembler(&mut budgeted, &w, &mut held));
+        });
+        drop(held);
+        drop(budgeted);
+        assert_eq!(budget.stats().in_use, 0, "the budget got back every byte");
 
         let mut slicing = SlicingReader::new();
         let mut held = None;

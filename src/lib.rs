@@ -6,13 +6,16 @@
 //! - [`envelope`]: the 5-byte length prefix, its flags and size limits;
 //! - [`compression`]: identity, gzip, deflate (zlib) and zstd, with
 //!   negotiation and decompression bounded by the receive limit;
-//! - [`status`]: a compact [`Status`] that is cheap to return in `Result`.
+//! - [`status`]: a compact [`Status`] that is cheap to return in `Result`;
+//! - [`budget`]: a receive memory budget shared across streams, with
+//!   HTTP/2 backpressure instead of errors.
 //!
 //! The core names no framework and no runtime. The adapters for tonic and
 //! volo-grpc live behind the `tonic` and `volo` cargo features.
 #![warn(missing_docs)]
 
 pub mod boundary;
+pub mod budget;
 pub mod compression;
 pub mod decode;
 pub mod encode;

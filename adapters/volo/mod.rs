@@ -55,6 +55,12 @@
 //! 5. Optionally, [`set_default_limits`] at start-up changes the receive
 //!    limit (and sets a send limit) for every stream.
 //!
+//! 5. Optionally, a receive budget bounds what all streams together hold
+//!    for received messages ([`crate::budget`]): `layer_front(ReceiveBudgetLayer::new(budget))`
+//!    on a server, `layer_inner(..)` on a client ([`ReceiveBudgetLayer`]),
+//!    [`set_default_budget`] for the whole process, or
+//!    [`RecvStream::with_budget`] per stream.
+//!
 //! The rewrite fails the build, naming the file, if volo-build's output does
 //! not have the calls it expects, rather than leaving a service on the stock
 //! path without saying so.
@@ -78,6 +84,8 @@
 pub mod build;
 
 #[cfg(feature = "volo")]
+mod budget;
+#[cfg(feature = "volo")]
 mod client_compression;
 #[cfg(feature = "volo")]
 mod compression;
@@ -94,6 +102,8 @@ mod status;
 #[cfg(feature = "volo")]
 mod trailers_only;
 
+#[cfg(feature = "volo")]
+pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
 #[cfg(feature = "volo")]
 pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
 #[cfg(feature = "volo")]

@@ -15,10 +15,12 @@ use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
+use super::budget::budget_for_new_stream;
 use super::client_compression::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::default_limits;
 use super::trailers_only::WithoutLayer;
+use crate::budget::Budget;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
@@ -88,6 +90,8 @@ impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
 pub struct RecvStream<T> {
     inner: Inner<T>,
     limits: Limits,
+    /// The receive budget, for a stream made once the encoding is known.
+    budget: Option<Budget>,
     is_request: bool,
     ended: bool,
 }
@@ -123,6 +127,7 @@ impl<T: Message + Default> RecvStream<T> {
             .map(encoding_from_volo)
             .filter(|encoding| !encoding.is_identity());
         let limits = default_limits();
+        let budget = budget_for_new_stream();
         let decoder = PilotaDecoder::new();
         let (inner, is_request) = match kind {
             Kind::Request => (
@@ -139,6 +144,7 @@ impl<T: Message + Default> RecvStream<T> {
                             encoding,
                         },
                         limits,
+                        budget,
                         is_request: false,
                         ended: false,
                     };
@@ -151,12 +157,27 @@ impl<T: Message + Default> RecvStream<T> {
                 )
             }
         };
+        let inner = inner.with_limits(limits);
         RecvStream {
-            inner: Inner::Ready(inner.with_limits(limits)),
+            inner: Inner::Ready(with_budget(inner, budget.clone())),
             limits,
+            budget,
             is_request,
             ended: false,
         }
+    }
+
+    /// Counts this stream's received messages against `budget` instead of
+    /// the one from a [`ReceiveBudgetLayer`](super::ReceiveBudgetLayer) or
+    /// [`set_default_budget`](super::set_default_budget). Call it before
+    /// reading.
+    pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {
+        let budget = budget.into();
+        self.budget = Some(budget.clone());
+        if let Inner::Ready(inner) = self.inner {
+            self.inner = Inner::Ready(inner.with_budget(budget));
+        }
+        self
     }
 
     /// Sets the receive limit for messages not yet started. Call it before
@@ -190,7 +211,8 @@ impl<T: Message + Default> RecvStream<T> {
                 VoloBody { inner: body },
                 PilotaDecoder::new(),
             );
-            self.inner = Inner::Ready(streaming.with_limits(self.limits));
+            let streaming = streaming.with_limits(self.limits);
+            self.inner = Inner::Ready(with_budget(streaming, self.budget.clone()));
         }
         match &mut self.inner {
             Inner::Ready(streaming) => streaming,
@@ -217,6 +239,19 @@ impl<T: Message + Default> RecvStream<T> {
             Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
             Err(status) => Err(status.into()),
         }
+    }
+}
+
+fn with_budget<T>(
+    streaming: Streaming<PilotaDecoder<T>>,
+    budget: Option<Budget>,
+) -> Streaming<PilotaDecoder<T>>
+where
+    T: Message + Default,
+{
+    match budget {
+        Some(budget) => streaming.with_budget(budget),
+        None => streaming,
     }
 }
 

@@ -2,12 +2,14 @@
 
 use std::collections::VecDeque;
 use std::mem;
+use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
 use http::HeaderMap;
 
 use super::buffers::{MessageBuffers, MessageBuilder, SMALL_MESSAGE_MAX};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
+use crate::budget::{Budget, StreamBudget};
 use crate::compression::{CompressionEncoding, Decompressor};
 use crate::envelope::{EnvelopeHeader, FLAG_COMPRESSED, HEADER_LEN, Limits};
 use crate::status::Status;
@@ -72,6 +74,11 @@ pub enum Decoded {
 pub struct EnvelopeAssembler {
     buffers: MessageBuffers,
     max_receive: usize,
+    /// The largest message the fast path takes: `max_receive`, or with a
+    /// budget only small ones (large ones are granted on the slow path).
+    fast_max: usize,
+    /// The receive budget, if any (see [`crate::budget`]).
+    budget: Option<Box<StreamBudget>>,
     mode: Mode,
     /// The unread rest of the frame being parsed.
     frame: Bytes,
@@ -212,6 +219,8 @@ impl EnvelopeAssembler {
         EnvelopeAssembler {
             buffers: MessageBuffers::new(),
             max_receive: limits.max_receive(),
+            fast_max: limits.max_receive(),
+            budget: None,
             mode,
             frame: Bytes::new(),
             queued: VecDeque::new(),
@@ -223,6 +232,48 @@ impl EnvelopeAssembler {
     /// Changes the receive limit for envelopes whose header has not been read yet.
     pub fn set_limits(&mut self, limits: Limits) {
         self.max_receive = limits.max_receive();
+        self.fast_max = self.fast_path_max();
+    }
+
+    /// Counts what this stream allocates for received messages against
+    /// `budget` (see [`crate::budget`]). Set it before the first frame.
+    ///
+    /// When the budget cannot grant, [`next`](Self::next) returns
+    /// `Ok(None)` with [`is_blocked`](Self::is_blocked) true: do not push
+    /// frames (stop reading the body) and wait with
+    /// [`poll_budget`](Self::poll_budget), then call `next` again.
+    pub fn set_budget(&mut self, budget: impl Into<Budget>) {
+        let budget = budget.into();
+        self.buffers.set_budget(budget.clone());
+        self.budget = Some(Box::new(StreamBudget::new(budget)));
+        self.fast_max = self.fast_path_max();
+    }
+
+    fn fast_path_max(&self) -> usize {
+        match self.budget {
+            None => self.max_receive,
+            // The fast path cannot wait: large messages take the slow one.
+            Some(_) => self.max_receive.min(SMALL_MESSAGE_MAX - HEADER_LEN),
+        }
+    }
+
+    /// Whether the assembler waits for its budget (see
+    /// [`set_budget`](Self::set_budget)). Always false without one.
+    pub fn is_blocked(&self) -> bool {
+        matches!(&self.budget, Some(budget) if budget.blocked())
+    }
+
+    /// Waits for the memory the budget could not grant at once: `Ready(Ok)`
+    /// when [`next`](Self::next) can go on, `Ready(Err)` if the wait timed
+    /// out (`resource_exhausted`; the assembler has then failed).
+    pub fn poll_budget(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Status>> {
+        let Some(budget) = self.budget.as_deref_mut() else {
+            return Poll::Ready(Ok(()));
+        };
+        match budget.poll(cx) {
+            Poll::Ready(Err(status)) => Poll::Ready(Err(self.fail(status))),
+            other => other,
+        }
     }
 
     /// Hands the assembler the next frame of the body.
@@ -302,6 +353,9 @@ impl EnvelopeAssembler {
         self.queued = VecDeque::new();
         self.inflate = None;
         self.state = State::Failed(status.clone());
+        if let Some(budget) = self.budget.as_deref_mut() {
+            budget.release_message();
+        }
         status
     }
 
@@ -334,6 +388,13 @@ impl EnvelopeAssembler {
                     }
                 }
                 State::Payload { builder, .. } => {
+                    if let Some(budget) = self.budget.as_deref_mut() {
+                        let growth = builder.growth_for(self.frame.len());
+                        if growth > 0 && !budget.take(growth, builder.growth_rest()) {
+                            // Blocked: keep the frame, read nothing more.
+                            return Ok(None);
+                        }
+                    }
                     builder.fill_from(&mut self.frame);
                     if builder.remaining() > 0 {
                         continue;
@@ -407,7 +468,7 @@ impl EnvelopeAssembler {
             (0 | FLAG_COMPRESSED, Mode::Raw) => 0,
             _ => return None,
         };
-        if len > self.max_receive || self.frame.len() < end {
+        if len > self.fast_max || self.frame.len() < end {
             return None;
         }
         let message = self.buffers.copy_slice(&self.frame[start..end]);
@@ -430,8 +491,10 @@ impl EnvelopeAssembler {
             self.frame = frame;
             return decoded.map(Some);
         }
-        if self.is_transient(header) && len > 0 {
+        if self.is_transient(header) && len > 0 && self.budget.is_none() {
             // Arrives in pieces: gather it where the next one will be too.
+            // (With a budget the payload takes the counted, gated path
+            // below instead: the gathering buffer is not counted.)
             self.inflate.get_or_insert_with(Box::default).input.clear();
             self.state = State::Gather {
                 header,
@@ -464,6 +527,11 @@ impl EnvelopeAssembler {
             crate::envelope::check_trailers_size(len)?;
         } else {
             crate::envelope::check_size(len, self.max_receive)?;
+            if let Some(budget) = &self.budget
+                && len > budget.capacity()
+            {
+                return Err(crate::budget::too_large(len, budget.capacity()));
+            }
         }
         if header.is_compressed() && (header.is_trailers() || matches!(self.mode, Mode::Decode(_)))
         {
@@ -488,7 +556,17 @@ impl EnvelopeAssembler {
         builder: MessageBuilder,
     ) -> Result<Decoded, Status> {
         if self.is_transient(header) {
-            self.transform(header, builder.as_slice())
+            let decoded = self.transform(header, builder.as_slice());
+            drop(builder);
+            if let Some(budget) = self.budget.as_deref_mut() {
+                // The compressed bytes were just freed.
+                budget.release_message();
+            }
+            decoded
+        } else if let Some(budget) = self.budget.as_deref_mut() {
+            Ok(Decoded::Message(
+                builder.finish_counted(budget.message_share()),
+            ))
         } else {
             Ok(Decoded::Message(builder.finish()))
         }
@@ -521,6 +599,12 @@ impl EnvelopeAssembler {
         if output.len() <= SMALL_MESSAGE_MAX {
             return Ok(self.buffers.copy_slice(output));
         }
-        Ok(self.buffers.place(inflate.take_output()))
+        let output = inflate.take_output();
+        Ok(match self.budget.as_deref() {
+            None => self.buffers.place(output),
+            // Counted as it is placed: decompression is synchronous and
+            // bounded by the receive limit, so it is never gated.
+            Some(budget) => self.buffers.place_counted(output, budget),
+        })
     }
 }

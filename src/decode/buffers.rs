@@ -24,6 +24,8 @@ use std::mem;
 
 use bytes::{Buf, Bytes, BytesMut};
 
+use crate::budget::{Budget, Counted, Share, StreamBudget};
+
 /// Largest message cut from the per-stream slab; larger ones get an
 /// allocation of their own.
 pub const SMALL_MESSAGE_MAX: usize = 4 * 1024;
@@ -70,6 +72,69 @@ pub struct MessageBuffers {
     slab: BytesMut,
     /// Whether any message has been placed yet.
     started: bool,
+    /// Slab accounting, only with a receive budget.
+    budget: Option<Box<SlabBudget>>,
+}
+
+/// A stream's slabs counted against a receive budget: the current one, and
+/// earlier ones still referenced by messages, held by an empty handle so the
+/// stream sees when their memory can be freed (and its share released).
+#[derive(Debug)]
+struct SlabBudget {
+    budget: Budget,
+    /// Whether the current slab was allocated (and counted).
+    counted: bool,
+    /// Earlier slabs that some message still referenced when they were
+    /// replaced.
+    retired: Vec<BytesMut>,
+}
+
+impl SlabBudget {
+    /// Gives the stream a slab with `len` free bytes: a retired one whose
+    /// messages are all gone, or a new one (counted once, never gated).
+    /// Retired slabs found unused are freed and their shares released.
+    fn refill(&mut self, slab: &mut BytesMut, len: usize) {
+        let old = mem::take(slab);
+        if self.counted {
+            self.retired.push(old);
+        }
+        let mut reused = None;
+        let mut freed = 0;
+        self.retired.retain_mut(|retired| {
+            if !retired.try_reclaim(SLAB_CAPACITY) {
+                return true;
+            }
+            if reused.is_none() {
+                reused = Some(mem::take(retired));
+            } else {
+                freed += SLAB_SIZE;
+            }
+            false
+        });
+        if freed > 0 {
+            self.budget.policy().release(freed);
+        }
+        *slab = match reused {
+            Some(slab) => slab,
+            None => {
+                self.budget.policy().charge(SLAB_SIZE);
+                BytesMut::with_capacity(SLAB_CAPACITY)
+            }
+        };
+        self.counted = true;
+        debug_assert!(slab.capacity() >= len);
+    }
+}
+
+impl Drop for SlabBudget {
+    fn drop(&mut self) {
+        // The slabs' memory goes with the last message cut from them; from
+        // here on the stream cannot see that moment, so the shares end now.
+        let slabs = self.retired.len() + usize::from(self.counted);
+        if slabs > 0 {
+            self.budget.policy().release(slabs * SLAB_SIZE);
+        }
+    }
 }
 
 impl MessageBuffers {
@@ -78,7 +143,30 @@ impl MessageBuffers {
         MessageBuffers {
             slab: BytesMut::new(),
             started: false,
+            budget: None,
         }
+    }
+
+    /// Counts this stream's slabs against `budget` from now on.
+    pub(crate) fn set_budget(&mut self, budget: Budget) {
+        self.budget = Some(Box::new(SlabBudget {
+            budget,
+            counted: false,
+            retired: Vec::new(),
+        }));
+    }
+
+    /// [`place`](Self::place) for a stream with a budget: a large buffer is
+    /// charged (never gated: see the budget's rule for decompression) and
+    /// carries its share.
+    pub(crate) fn place_counted(&mut self, mut vec: Vec<u8>, budget: &StreamBudget) -> Bytes {
+        if vec.len() <= SMALL_MESSAGE_MAX {
+            return self.place(vec);
+        }
+        vec.shrink_to_fit();
+        budget.charge(vec.capacity());
+        let share = Share::new(budget.budget().clone(), vec.capacity());
+        Bytes::from_owner(Counted::new(vec, share))
     }
 
     /// Copies `len` bytes from `src` (fewer if `src` holds fewer) into memory
@@ -175,6 +263,12 @@ impl MessageBuffers {
 
     #[cold]
     fn refill(&mut self, len: usize) {
+        if let Some(budget) = self.budget.as_deref_mut() {
+            if !self.slab.try_reclaim(len) {
+                budget.refill(&mut self.slab, len);
+            }
+            return;
+        }
         if !self.slab.try_reclaim(len) {
             // Some message cut from this slab is still alive: leave the old
             // slab to it and start another.
@@ -260,6 +354,39 @@ impl MessageBuilder {
         taken
     }
 
+    /// How much more capacity taking `incoming` more bytes would allocate:
+    /// what a receive budget is asked for before they are copied.
+    pub(crate) fn growth_for(&self, incoming: usize) -> usize {
+        match &self.storage {
+            Storage::Slab(_) => 0,
+            Storage::Exact(vec) => {
+                let needed = vec.len() + incoming.min(self.remaining());
+                capacity_for(vec.capacity(), self.declared, needed) - vec.capacity()
+            }
+        }
+    }
+
+    /// What the message will still allocate before it is complete.
+    pub(crate) fn growth_rest(&self) -> usize {
+        match &self.storage {
+            Storage::Slab(_) => 0,
+            Storage::Exact(vec) => self.declared - vec.capacity(),
+        }
+    }
+
+    /// [`finish`](Self::finish) for a stream with a budget: a message of
+    /// its own allocation carries `share`, released when it is dropped; a
+    /// slab region's share is its slab's.
+    pub(crate) fn finish_counted(self, share: Share) -> Bytes {
+        match self.storage {
+            Storage::Exact(mut vec) if vec.capacity() > 0 => {
+                vec.shrink_to_fit();
+                Bytes::from_owner(Counted::new(vec, share))
+            }
+            _ => self.finish(),
+        }
+    }
+
     /// The message. A builder finished early yields the bytes received so far.
     pub fn finish(self) -> Bytes {
         match self.storage {
@@ -290,13 +417,22 @@ fn reserve_for(vec: &mut Vec<u8>, declared: usize, needed: usize) {
     if needed <= vec.capacity() {
         return;
     }
+    let target = capacity_for(vec.capacity(), declared, needed);
+    vec.reserve_exact(target - vec.len());
+}
+
+/// The capacity [`reserve_for`] grows a buffer of `capacity` to.
+#[inline]
+fn capacity_for(capacity: usize, declared: usize, needed: usize) -> usize {
+    if needed <= capacity {
+        return capacity;
+    }
     let doubled = needed.saturating_mul(2);
-    let target = if doubled >= declared {
+    if doubled >= declared {
         declared
     } else {
         doubled.min(declared / 2).max(needed)
-    };
-    vec.reserve_exact(target - vec.len());
+    }
 }
 
 #[cfg(test)]

@@ -175,6 +175,39 @@ impl<D: MessageDecoder> Streaming<D> {
         self
     }
 
+    /// Counts what this stream allocates for received messages against a
+    /// shared receive budget (see [`crate::budget`]). Call it before
+    /// reading. When the budget cannot grant, the stream stops polling its
+    /// body (HTTP/2 flow control then holds the peer) until memory is
+    /// released, and fails with `resource_exhausted` after the budget's
+    /// wait.
+    ///
+    /// ```
+    /// use bytes::Bytes;
+    /// use grpc_stream_codec::budget::SharedBudget;
+    /// use grpc_stream_codec::decode::{BytesDecoder, Streaming};
+    /// use http_body_util::Full;
+    ///
+    /// # #[tokio::main(flavor = "current_thread")]
+    /// # async fn main() -> Result<(), grpc_stream_codec::Status> {
+    /// let budget = SharedBudget::new(1 << 20);
+    /// let mut wire = vec![0, 0, 0, 0x40, 0]; // one 16 KiB message
+    /// wire.resize(5 + 16 * 1024, 7);
+    /// let body = Full::new(Bytes::from(wire));
+    /// let mut stream = Streaming::new_request(body, BytesDecoder, None).with_budget(budget.clone());
+    /// let message = stream.message().await?.expect("one message");
+    /// // The message carries its share until it is dropped.
+    /// assert_eq!(budget.stats().in_use, 16 * 1024);
+    /// drop(message);
+    /// assert_eq!(budget.stats().in_use, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn with_budget(mut self, budget: impl Into<crate::budget::Budget>) -> Self {
+        self.assembler.set_budget(budget);
+        self
+    }
+
     /// The next message, or `None` at the end of a successful stream.
     pub async fn message(&mut self) -> Result<Option<D::Item>, Status> {
         match poll_fn(|cx| Pin::new(&mut *self).poll_next(cx)).await {
@@ -237,7 +270,15 @@ impl<D: MessageDecoder> Streaming<D> {
                     self.add_trailers(*trailers);
                     continue;
                 }
-                Ok(None) => {}
+                Ok(None) => {
+                    if self.assembler.is_blocked() {
+                        // Not polling the body is the backpressure.
+                        match ready!(self.assembler.poll_budget(cx)) {
+                            Ok(()) => continue,
+                            Err(status) => return Poll::Ready(Some(Err(self.fail(status)))),
+                        }
+                    }
+                }
                 Err(status) => return Poll::Ready(Some(Err(self.fail(status)))),
             }
             let Some(body) = self.body.as_mut() else {

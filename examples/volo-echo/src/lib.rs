@@ -110,6 +110,15 @@ pub fn all_compressions() -> Vec<CompressionEncoding> {
         .collect()
 }
 
+/// The HTTP/2 stream window of a server with a receive budget (volo-grpc's
+/// default is 1 MiB): what one waiting stream may leave unread.
+pub const BUDGET_STREAM_WINDOW: u32 = 64 * 1024;
+
+/// The HTTP/2 connection window of a server with a receive budget (volo-grpc's
+/// default is 1 MiB): room for 64 waiting streams' unread windows with one
+/// stream window to spare for the streams that hold the budget.
+pub const BUDGET_CONNECTION_WINDOW: u32 = 65 * BUDGET_STREAM_WINDOW;
+
 /// Which RPC to call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Rpc {
@@ -565,6 +574,36 @@ pub mod adapter {
         deflate_names: true,
         serve_doc: "Peers that call deflate `deflate` (grpcio, tonic) are understood too: the server runs behind `grpc_stream_codec::volo::DeflateNameLayer`."
     );
+
+    /// [`serve`] with every request stream counted against `budget`
+    /// (`grpc_stream_codec::budget`), through the adapter's
+    /// `ReceiveBudgetLayer`: the server binary's `--receive-budget BYTES`.
+    ///
+    /// HTTP/2 windows of [`crate::BUDGET_STREAM_WINDOW`] per stream and
+    /// [`crate::BUDGET_CONNECTION_WINDOW`] per connection: a stream waiting
+    /// for the budget leaves up to its stream window unread, and that
+    /// counts against its connection's window too, so the connection window
+    /// must exceed what its waiting streams leave unread or the streams
+    /// that hold the budget cannot receive the rest of their messages.
+    pub async fn serve_with_budget(
+        listener: tokio::net::TcpListener,
+        service: EchoService,
+        budget: grpc_stream_codec::budget::Budget,
+    ) -> Result<(), volo_grpc::BoxError> {
+        let codec = ServiceBuilder::new(EchoServer::new(service))
+            .send_compressions(crate::all_compressions())
+            .accept_compressions(crate::all_compressions())
+            .build();
+        let incoming = volo::net::incoming::DefaultIncoming::from(listener);
+        Server::new()
+            .http2_init_stream_window_size(crate::BUDGET_STREAM_WINDOW)
+            .http2_init_connection_window_size(crate::BUDGET_CONNECTION_WINDOW)
+            .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
+            .layer_front(grpc_stream_codec::volo::ReceiveBudgetLayer::new(budget))
+            .add_service(codec)
+            .run(incoming)
+            .await
+    }
 
     /// A client for `addr` that compresses and accepts `options.compression`
     /// under gRPC's names (`deflate`, not `zlib`) through

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]
+//!                  [--receive-budget BYTES [--budget-wait-ms MS]]
 //! ```
 //!
 //! Without `--stock` the service runs through grpc-stream-codec's volo
@@ -10,6 +11,13 @@
 //! line `listening on ADDR` is printed once the socket is bound. With
 //! `--report-memory`, each `memory` line on standard input is answered with
 //! `live_bytes N` (heap bytes allocated since start-up, net of frees).
+//! With `--receive-budget BYTES` (adapter only), every request stream counts
+//! what it holds for received messages against one shared budget of that
+//! many bytes: a stream that cannot get memory stops reading (HTTP/2 flow
+//! control holds its client) and fails with `resource_exhausted` after
+//! `--budget-wait-ms` (default 30000); with `--report-memory` a `budget`
+//! line on standard input is answered with
+//! `budget_in_use N budget_waiting W budget_timed_out T`.
 //!
 //! Request metadata `x-fail-after: K` makes ServerStream and Bidi fail with
 //! `aborted` after K responses (see `volo_echo::EchoService`).
@@ -26,13 +34,16 @@ mod live_alloc;
 #[global_allocator]
 static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
 
-const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]";
+const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory] \
+                     [--receive-budget BYTES [--budget-wait-ms MS]]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut listen: Option<SocketAddr> = None;
     let mut stock = false;
     let mut report_memory = false;
+    let mut receive_budget: Option<usize> = None;
+    let mut budget_wait = grpc_stream_codec::budget::DEFAULT_MAX_WAIT;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -42,6 +53,14 @@ async fn main() -> ExitCode {
             },
             "--stock" => stock = true,
             "--report-memory" => report_memory = true,
+            "--receive-budget" => match args.next().map(|value| value.parse()) {
+                Some(Ok(bytes)) => receive_budget = Some(bytes),
+                _ => return usage("--receive-budget needs a number of bytes"),
+            },
+            "--budget-wait-ms" => match args.next().map(|value| value.parse()) {
+                Some(Ok(ms)) => budget_wait = std::time::Duration::from_millis(ms),
+                _ => return usage("--budget-wait-ms needs a number of milliseconds"),
+            },
             "--help" | "-h" => {
                 println!("{USAGE}");
                 return ExitCode::SUCCESS;
@@ -52,6 +71,12 @@ async fn main() -> ExitCode {
     let Some(listen) = listen else {
         return usage("--listen is required");
     };
+    if stock && receive_budget.is_some() {
+        return usage("--receive-budget needs the adapter (it cannot be used with --stock)");
+    }
+    let budget = receive_budget.map(|bytes| {
+        grpc_stream_codec::budget::SharedBudget::new(bytes).with_max_wait(budget_wait)
+    });
 
     let (listener, addr) = match volo_echo::bind(listen).await {
         Ok(bound) => bound,
@@ -62,14 +87,19 @@ async fn main() -> ExitCode {
     };
     println!("listening on {addr}");
     let _ = std::io::stdout().flush();
-    if report_memory {
-        live_alloc::serve_reports_on_stdin();
+    match (report_memory, &budget) {
+        (true, Some(budget)) => serve_reports(budget.clone()),
+        (true, None) => live_alloc::serve_reports_on_stdin(),
+        (false, _) => {}
     }
     let flavour = if stock { "stock" } else { "adapter" };
     eprintln!("serving the Echo service ({flavour} volo-grpc codec)");
 
     let served = if stock {
         volo_echo::stock::serve(listener, EchoService::default()).await
+    } else if let Some(budget) = budget {
+        eprintln!("receive budget: {} bytes", budget.stats().capacity);
+        volo_echo::adapter::serve_with_budget(listener, EchoService::default(), budget.into()).await
     } else {
         volo_echo::adapter::serve(listener, EchoService::default()).await
     };
@@ -80,6 +110,32 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--report-memory` with a budget: answers `memory` (`live_bytes N`) and `budget` lines on standard input,
+/// from a plain thread so it works whatever the runtime is doing.
+fn serve_reports(budget: grpc_stream_codec::budget::SharedBudget) {
+    live_alloc::enable();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            let answer = match line.trim() {
+                "memory" => format!("live_bytes {}", live_alloc::live_bytes().max(0)),
+                "budget" => {
+                    let stats = budget.stats();
+                    format!(
+                        "budget_in_use {} budget_waiting {} budget_timed_out {}",
+                        stats.in_use, stats.waiting, stats.timed_out
+                    )
+                }
+                _ => continue,
+            };
+            let mut stdout = std::io::stdout().lock();
+            let _ = writeln!(stdout, "{answer}");
+            let _ = stdout.flush();
+        }
+    });
 }
 
 fn usage(problem: &str) -> ExitCode {

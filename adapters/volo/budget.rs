@@ -1,0 +1,178 @@
+//! Receive budgets for volo-grpc services and clients, whose generated code
+//! creates every [`RecvStream`](super::RecvStream) with nothing but the body.
+//!
+//! Three ways to give streams a [`Budget`], the first that applies wins:
+//!
+//! 1. per stream: [`RecvStream::with_budget`](super::RecvStream::with_budget)
+//!    before reading (for streams a handler receives);
+//! 2. per server or client: [`ReceiveBudgetLayer`], which installs the
+//!    budget for the streams created while it polls its inner service;
+//! 3. per process: [`set_default_budget`].
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::RwLock;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::task::{Context, Poll};
+
+use motore::layer::Layer;
+use motore::service::Service;
+use pin_project_lite::pin_project;
+
+use crate::budget::Budget;
+
+static DEFAULT_SET: AtomicBool = AtomicBool::new(false);
+static DEFAULT: RwLock<Option<Budget>> = RwLock::new(None);
+
+thread_local! {
+    static SCOPED: RefCell<Option<Budget>> = const { RefCell::new(None) };
+}
+
+/// Sets the budget every `RecvStream` created from now on counts against,
+/// unless a [`ReceiveBudgetLayer`] or the stream itself says otherwise;
+/// `None` turns the default off.
+///
+/// ```
+/// use grpc_stream_codec::budget::SharedBudget;
+/// use grpc_stream_codec::volo::{default_budget, set_default_budget};
+///
+/// let budget = SharedBudget::new(256 << 20);
+/// set_default_budget(Some(budget.clone().into()));
+/// assert!(default_budget().is_some());
+/// # set_default_budget(None);
+/// ```
+pub fn set_default_budget(budget: Option<Budget>) {
+    let set = budget.is_some();
+    *DEFAULT
+        .write()
+        .unwrap_or_else(|poisoned| poisoned.into_inner()) = budget;
+    DEFAULT_SET.store(set, Ordering::Release);
+}
+
+/// The process-wide budget, see [`set_default_budget`].
+pub fn default_budget() -> Option<Budget> {
+    // Without a default, a stream pays one relaxed load, never the lock.
+    if !DEFAULT_SET.load(Ordering::Acquire) {
+        return None;
+    }
+    DEFAULT
+        .read()
+        .unwrap_or_else(|poisoned| poisoned.into_inner())
+        .clone()
+}
+
+/// The budget for a stream created now: the enclosing layer's, else the
+/// process default.
+pub(super) fn budget_for_new_stream() -> Option<Budget> {
+    SCOPED
+        .with(|scoped| scoped.borrow().clone())
+        .or_else(default_budget)
+}
+
+/// A volo-grpc layer (server or client) that gives every stream received
+/// under it a receive budget: request streams on a server, response
+/// streams on a client.
+///
+/// ```no_run
+/// use grpc_stream_codec::budget::SharedBudget;
+/// use grpc_stream_codec::volo::ReceiveBudgetLayer;
+///
+/// let budget = SharedBudget::new(256 << 20);
+/// let layer = ReceiveBudgetLayer::new(budget.clone());
+/// // Server: volo_grpc::server::Server::new().layer_front(layer).add_service(..)
+/// // Client: EchoClientBuilder::new("echo").layer_inner(layer)
+/// # let _ = layer;
+/// ```
+///
+/// It works by installing the budget in a thread-local while it polls the
+/// service it wraps, which is where volo-grpc's generated code creates the
+/// receiving streams; on a client put it with `layer_inner`, so it wraps the
+/// transport.
+#[derive(Clone, Debug)]
+pub struct ReceiveBudgetLayer {
+    budget: Budget,
+}
+
+impl ReceiveBudgetLayer {
+    /// A layer giving streams `budget`.
+    pub fn new(budget: impl Into<Budget>) -> Self {
+        ReceiveBudgetLayer {
+            budget: budget.into(),
+        }
+    }
+}
+
+impl<S> Layer<S> for ReceiveBudgetLayer {
+    type Service = ReceiveBudgetService<S>;
+
+    fn layer(self, inner: S) -> ReceiveBudgetService<S> {
+        ReceiveBudgetService {
+            inner,
+            budget: self.budget,
+        }
+    }
+}
+
+/// The service of [`ReceiveBudgetLayer`].
+#[derive(Clone, Debug)]
+pub struct ReceiveBudgetService<S> {
+    inner: S,
+    budget: Budget,
+}
+
+impl<Cx, Req, S> Service<Cx, Req> for ReceiveBudgetService<S>
+where
+    S: Service<Cx, Req> + Sync,
+    Cx: Send,
+    Req: Send,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+
+    async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
+        WithBudget {
+            budget: Some(self.budget.clone()),
+            inner: self.inner.call(cx, req),
+        }
+        .await
+    }
+}
+
+pin_project! {
+    /// Polls `inner` with the budget installed in the thread-local.
+    struct WithBudget<F> {
+        budget: Option<Budget>,
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<F: Future> Future for WithBudget<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _installed = Installed::swap(this.budget);
+        this.inner.poll(cx)
+    }
+}
+
+/// Swaps a budget into the thread-local and back on drop, so an unwinding
+/// poll leaves nothing behind and nested layers restore the outer one.
+struct Installed<'a> {
+    slot: &'a mut Option<Budget>,
+}
+
+impl<'a> Installed<'a> {
+    fn swap(slot: &'a mut Option<Budget>) -> Self {
+        SCOPED.with(|scoped| std::mem::swap(&mut *scoped.borrow_mut(), slot));
+        Installed { slot }
+    }
+}
+
+impl Drop for Installed<'_> {
+    fn drop(&mut self) {
+        SCOPED.with(|scoped| std::mem::swap(&mut *scoped.borrow_mut(), self.slot));
+    }
+}

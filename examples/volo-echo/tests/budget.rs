@@ -1,0 +1,423 @@
+//! The receive budget end to end, against the volo adapter server over
+//! loopback: many ClientStream calls that each send most of one large
+//! message and stall are held by HTTP/2 flow control instead of filling the
+//! server's memory; a small Unary from another client still succeeds; once
+//! the rest is sent every call is answered OK with the right count and
+//! bytes, and the budget (or the server's heap) is back to its baseline.
+//!
+//! `stalled_streams_are_held_by_the_budget_and_all_complete` is the small
+//! version that runs in CI (in-process server, figures from the budget's
+//! stats). `issue_13_figures` is the full run from the issue, on the
+//! `volo-echo-server` binary with and without `--receive-budget`, reading the
+//! server's RSS from `/proc`:
+//!
+//! ```text
+//! cargo test -p volo-echo --release --test budget -- --ignored --nocapture
+//! ```
+
+mod support;
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{Ipv4Addr, SocketAddr};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use grpc_stream_codec::budget::SharedBudget;
+use h2::SendStream;
+use h2::client::ResponseFuture;
+use http::Request;
+use pilota::pb::Message;
+use tokio::net::TcpStream;
+use volo_echo::EchoService;
+
+/// One stalled ClientStream call: the rest of its message, where to send it,
+/// and its response.
+struct Stalled {
+    send: SendStream<Bytes>,
+    rest: Bytes,
+    response: ResponseFuture,
+}
+
+/// The wire of one ClientStream call: an envelope holding one `EchoRequest`
+/// whose encoding is `message_len` bytes long.
+fn request_wire(message_len: usize) -> (Bytes, usize) {
+    // payload field: tag 0x0a, varint length, payload.
+    let varint_len = |n: usize| (usize::BITS - n.max(1).leading_zeros()).div_ceil(7) as usize;
+    let payload_len = (1..=5)
+        .map(|v| message_len - 1 - v)
+        .find(|&len| 1 + varint_len(len) + len == message_len)
+        .expect("a payload length fits");
+    let mut request = vec![0x0a];
+    let mut value = payload_len;
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            request.push(byte);
+            break;
+        }
+        request.push(byte | 0x80);
+    }
+    request.resize(message_len, 0x5a);
+    let mut wire = vec![0];
+    wire.extend_from_slice(&(message_len as u32).to_be_bytes());
+    wire.extend_from_slice(&request);
+    (Bytes::from(wire), payload_len)
+}
+
+/// Opens `streams` ClientStream calls over `connections` connections and
+/// sends the first `sent` bytes of each one's wire.
+async fn open_stalled(
+    addr: SocketAddr,
+    connections: usize,
+    streams: usize,
+    wire: &Bytes,
+    sent: usize,
+) -> Vec<Stalled> {
+    let mut clients = Vec::new();
+    for _ in 0..connections {
+        let tcp = TcpStream::connect(addr).await.expect("connect");
+        let (client, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+        tokio::spawn(async move {
+            let _ = connection.await;
+        });
+        clients.push(client);
+    }
+    let mut stalled = Vec::with_capacity(streams);
+    for i in 0..streams {
+        let client = clients[i % connections].clone();
+        let mut client = client.ready().await.expect("h2 ready");
+        let request = Request::builder()
+            .method("POST")
+            .uri(format!(
+                "http://{addr}/streamcodec.echo.v1.Echo/ClientStream"
+            ))
+            .header("content-type", "application/grpc")
+            .header("te", "trailers")
+            .body(())
+            .expect("request");
+        let (response, mut send) = client.send_request(request, false).expect("send request");
+        send.send_data(wire.slice(..sent), false)
+            .expect("send data");
+        stalled.push(Stalled {
+            send,
+            rest: wire.slice(sent..),
+            response,
+        });
+    }
+    stalled
+}
+
+/// Sends the rest of every call and checks each answer: status OK, one
+/// request of `payload_len` bytes.
+async fn finish_all(stalled: Vec<Stalled>, payload_len: usize) {
+    let mut calls = Vec::new();
+    for mut call in stalled {
+        call.send.send_data(call.rest, true).expect("send rest");
+        calls.push(tokio::spawn(async move {
+            let response = call.response.await.expect("response headers");
+            let (parts, mut body) = response.into_parts();
+            let mut data = Vec::new();
+            while let Some(frame) = body.data().await {
+                let frame = frame.expect("response data");
+                let _ = body.flow_control().release_capacity(frame.len());
+                data.extend_from_slice(&frame);
+            }
+            let trailers = body.trailers().await.expect("trailers");
+            let status = trailers
+                .as_ref()
+                .and_then(|t| t.get("grpc-status"))
+                .or_else(|| parts.headers.get("grpc-status"))
+                .map(|v| v.to_str().unwrap_or("?").to_string());
+            (status, data)
+        }));
+    }
+    for call in calls {
+        let (status, data) = call.await.expect("call task");
+        assert_eq!(status.as_deref(), Some("0"), "a stalled call failed");
+        let reply = volo_echo::adapter::EchoResponse::decode(Bytes::from(data[5..].to_vec()))
+            .expect("EchoResponse");
+        assert_eq!(reply.count, 1);
+        assert_eq!(reply.total_bytes, payload_len as u64);
+    }
+}
+
+/// Polls `sample` until it has not changed for `quiet` (at most `limit`),
+/// returning the last value: the state the stalled calls settle in.
+async fn settle<T: PartialEq + Copy>(
+    quiet: Duration,
+    limit: Duration,
+    mut sample: impl FnMut() -> T,
+) -> T {
+    let start = Instant::now();
+    let mut last = sample();
+    let mut since = Instant::now();
+    while start.elapsed() < limit {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let now = sample();
+        if now != last {
+            last = now;
+            since = Instant::now();
+        } else if since.elapsed() >= quiet {
+            break;
+        }
+    }
+    last
+}
+
+/// A small Unary from a client of its own; returns how long it took.
+async fn small_unary(addr: SocketAddr) -> Duration {
+    let client = volo_echo::adapter::client(addr, None);
+    let started = Instant::now();
+    volo_echo::adapter::calls::unary(&client, 100)
+        .await
+        .expect("a small unary while the budget is held");
+    started.elapsed()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn stalled_streams_are_held_by_the_budget_and_all_complete() {
+    // 16 calls of 1 MB over 2 connections, 90% sent: 14.4 MB offered
+    // against a 4 MiB budget.
+    stall_in_process(4 << 20, 1_000_000, 2, 16).await;
+}
+
+/// `streams` ClientStream calls of one `message`-byte request over
+/// `connections` connections, 90% sent, against an in-process adapter
+/// server with a budget of `capacity` bytes.
+async fn stall_in_process(capacity: usize, message: usize, connections: usize, streams: usize) {
+    let budget = SharedBudget::new(capacity).with_max_wait(Duration::from_secs(120));
+    let (listener, addr) = volo_echo::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+        .await
+        .expect("bind");
+    let server = tokio::spawn(volo_echo::adapter::serve_with_budget(
+        listener,
+        EchoService::default(),
+        budget.clone().into(),
+    ));
+
+    let (wire, payload_len) = request_wire(message);
+    let stalled = open_stalled(addr, connections, streams, &wire, message * 9 / 10).await;
+    let held = settle(Duration::from_millis(500), Duration::from_secs(30), || {
+        let stats = budget.stats();
+        (stats.in_use, stats.waiting)
+    })
+    .await;
+    let stats = budget.stats();
+    eprintln!("stalled: {stats:?}");
+    assert!(held.1 > 0, "some streams must wait: {stats:?}");
+    // The progress rule's one message is the only overdraw.
+    assert!(stats.peak <= capacity + message, "{stats:?}");
+    assert!(
+        stats.in_use >= capacity - message,
+        "the budget is in use: {stats:?}"
+    );
+
+    let latency = small_unary(addr).await;
+    eprintln!("small unary while stalled: {latency:?}");
+
+    finish_all(stalled, payload_len).await;
+    let after = settle(Duration::from_millis(200), Duration::from_secs(10), || {
+        budget.stats().in_use
+    })
+    .await;
+    let stats = budget.stats();
+    assert_eq!(
+        (after, stats.waiting, stats.timed_out),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+    server.abort();
+}
+
+/// A `volo-echo-server` child process.
+struct ServerProcess {
+    child: Child,
+    stdin: ChildStdin,
+    stdout: BufReader<ChildStdout>,
+    addr: SocketAddr,
+}
+
+impl ServerProcess {
+    fn start(extra: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_volo-echo-server"))
+            .args(["--listen", "127.0.0.1:0", "--report-memory"])
+            .args(extra)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start volo-echo-server");
+        let stdin = child.stdin.take().expect("stdin");
+        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
+        let mut line = String::new();
+        stdout.read_line(&mut line).expect("listening line");
+        let addr = line
+            .trim()
+            .strip_prefix("listening on ")
+            .and_then(|addr| addr.parse().ok())
+            .expect("listening on ADDR");
+        ServerProcess {
+            child,
+            stdin,
+            stdout,
+            addr,
+        }
+    }
+
+    /// (VmRSS, VmHWM) in bytes.
+    fn rss(&self) -> (u64, u64) {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+            .expect("/proc/PID/status");
+        let field = |name: &str| {
+            status
+                .lines()
+                .find_map(|line| line.strip_prefix(name))
+                .and_then(|rest| {
+                    rest.trim()
+                        .trim_end_matches(" kB")
+                        .trim()
+                        .parse::<u64>()
+                        .ok()
+                })
+                .map(|kib| kib * 1024)
+                .expect("rss field")
+        };
+        (field("VmRSS:"), field("VmHWM:"))
+    }
+
+    fn ask(&mut self, what: &str) -> String {
+        writeln!(self.stdin, "{what}").expect("ask");
+        self.stdin.flush().expect("flush");
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).expect("answer");
+        line.trim().to_string()
+    }
+
+    fn live_bytes(&mut self) -> i64 {
+        self.ask("memory")
+            .strip_prefix("live_bytes ")
+            .and_then(|n| n.parse().ok())
+            .expect("live_bytes N")
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+const MIB: f64 = 1024.0 * 1024.0;
+
+/// One arm of the issue's run; prints its figures.
+async fn issue_13_arm(name: &str, extra: &[&str]) -> u64 {
+    const MESSAGE: usize = 4_000_000;
+    const SENT: usize = 3_900_000;
+    let mut server = ServerProcess::start(extra);
+    let (wire, payload_len) = request_wire(MESSAGE);
+    // Warm the server up (connections, first allocations) before the baseline.
+    small_unary(server.addr).await;
+    let (rss_before, _) = server.rss();
+    let live_before = server.live_bytes();
+
+    let stalled = open_stalled(server.addr, 10, 500, &wire, SENT).await;
+    let (rss_stalled, _) = settle(Duration::from_secs(2), Duration::from_secs(120), || {
+        server.rss()
+    })
+    .await;
+    let budget_line = if extra.is_empty() {
+        String::new()
+    } else {
+        server.ask("budget")
+    };
+    let latency = small_unary(server.addr).await;
+    let (_, hwm_stalled) = server.rss();
+
+    let finishing = Instant::now();
+    finish_all(stalled, payload_len).await;
+    let finished_in = finishing.elapsed();
+    let live_after = settle(Duration::from_millis(500), Duration::from_secs(30), || {
+        server.live_bytes()
+    })
+    .await;
+    let (rss_after, hwm) = server.rss();
+    println!(
+        "issue13 {name}: rss growth stalled {:.1} MiB, peak growth {:.1} MiB (peak while stalled {:.1} MiB), \
+         rss after {:.1} MiB; all 500 answered OK {:?} after the rest was sent; heap live growth after {} bytes; \
+         small unary while stalled {:?}; {budget_line}",
+        (rss_stalled as f64 - rss_before as f64) / MIB,
+        (hwm as f64 - rss_before as f64) / MIB,
+        (hwm_stalled as f64 - rss_before as f64) / MIB,
+        (rss_after as f64 - rss_before as f64) / MIB,
+        finished_in,
+        live_after - live_before,
+        latency,
+    );
+    assert!(
+        (live_after - live_before).abs() < 4 << 20,
+        "{name}: heap not back to baseline: {} bytes",
+        live_after - live_before
+    );
+    hwm_stalled - rss_before
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "the issue's full run: 500 streams, ~2 GB without the budget; see the file docs"]
+async fn issue_13_figures() {
+    let without = issue_13_arm("without budget", &[]).await;
+    let budget = (256u64 << 20).to_string();
+    let with = issue_13_arm(
+        "budget 256 MiB",
+        &["--receive-budget", &budget, "--budget-wait-ms", "1200000"],
+    )
+    .await;
+    // 256 MiB + one message (the progress rule) + what HTTP/2 lets the
+    // clients have in flight unread, min(connections x connection window,
+    // streams x stream window), + one 16 KiB frame held by each waiting
+    // stream. On top, up to 40 MiB for everything else 500 streams cost a
+    // server (the run without a budget shows ~30 MiB above its 500 x 3.9 MB).
+    let windows = (10 * u64::from(volo_echo::BUDGET_CONNECTION_WINDOW))
+        .min(500 * u64::from(volo_echo::BUDGET_STREAM_WINDOW));
+    let allowed = (256u64 << 20) + 4_000_000 + windows + 500 * 16 * 1024;
+    println!(
+        "issue13 peak growth: without {:.1} MiB, with {:.1} MiB, allowed {:.1} MiB",
+        without as f64 / MIB,
+        with as f64 / MIB,
+        allowed as f64 / MIB
+    );
+    assert!(
+        with <= allowed + (40 << 20),
+        "with the budget: {with} > {allowed} + per-stream overhead"
+    );
+    assert!(without > 2 * with, "the budget made no difference");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_counts_its_response_streams_against_its_layers_budget() {
+    let server = support::start(support::Flavour::Adapter, EchoService::default()).await;
+    let budget = SharedBudget::new(16 << 20);
+    let client = volo_echo::adapter::EchoClientBuilder::new("echo")
+        .address(server.addr)
+        .layer_inner(grpc_stream_codec::volo::ReceiveBudgetLayer::new(
+            budget.clone(),
+        ))
+        .build();
+    let (received, status) = volo_echo::adapter::calls::server_stream(&client, 100_000, 20)
+        .await
+        .expect("server stream");
+    assert_eq!((received, status.is_none()), (20, true));
+    let stats = budget.stats();
+    // Every 100 kB response was counted while it was held, and released.
+    assert!(stats.peak >= 100_000, "{stats:?}");
+    assert_eq!(stats.in_use, 0, "{stats:?}");
+
+    // A client without the layer counts nothing against it.
+    let plain = volo_echo::adapter::client(server.addr, None);
+    volo_echo::adapter::calls::server_stream(&plain, 100_000, 5)
+        .await
+        .expect("server stream");
+    assert_eq!(budget.stats().peak, stats.peak);
+}

@@ -1,0 +1,483 @@
+//! [`SharedBudget`]: the crate's receive budget, a byte capacity with a fair
+//! wait queue, the overdraft progress rule and a lazily started timer thread.
+
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use super::{Budget, BudgetStats, ReceiveBudget, Request, WaitSlot};
+use crate::status::{Code, Status};
+
+/// How long a stream waits for memory before failing, unless configured.
+pub const DEFAULT_MAX_WAIT: Duration = Duration::from_secs(30);
+
+/// How long the oldest waiter waits before it may overdraw, unless
+/// configured: long enough for ordinary contention to resolve by releases.
+pub const DEFAULT_OVERDRAFT_AFTER: Duration = Duration::from_millis(100);
+
+/// A receive budget of a fixed byte capacity, shared by every clone.
+///
+/// Cheap to clone (one reference count). Follows the rules of the
+/// [module docs](super): gated large-message growth in one fair queue,
+/// ungated slabs, the oldest waiter overdrawing by one message, waits that
+/// time out after [`with_max_wait`](Self::with_max_wait).
+///
+/// ```
+/// use std::time::Duration;
+/// use grpc_stream_codec::budget::SharedBudget;
+///
+/// let budget = SharedBudget::new(256 << 20).with_max_wait(Duration::from_secs(10));
+/// let stats = budget.stats();
+/// assert_eq!((stats.capacity, stats.in_use, stats.waiting), (256 << 20, 0, 0));
+/// ```
+#[derive(Clone)]
+pub struct SharedBudget {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    /// This budget itself, for the timer thread it starts.
+    me: Weak<Inner>,
+    capacity: usize,
+    max_wait: Duration,
+    overdraft_after: Duration,
+    state: Mutex<State>,
+    /// Wakes the timer thread when a new, earlier deadline appears.
+    timer: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    in_use: usize,
+    peak: usize,
+    /// Waiters whose message is under way, in arrival order (deadlines
+    /// therefore ascend too); served first.
+    under_way: VecDeque<Waiter>,
+    /// Waiters whose message has yet to start, in arrival order.
+    starting: VecDeque<Waiter>,
+    /// Waiters served or timed out that have not polled since.
+    resolved: HashMap<u64, Resolution>,
+    next_id: u64,
+    /// The waiter id holding the overdraft, if any.
+    overdraft: Option<u64>,
+    timer_running: bool,
+    timed_out: u64,
+    waits: u64,
+}
+
+struct Waiter {
+    id: u64,
+    bytes: usize,
+    /// What must be free to serve it: `bytes`, or for a message to start,
+    /// all it will allocate.
+    fit: usize,
+    waker: Waker,
+    /// From then on it may take the overdraft.
+    overdraft_at: Instant,
+    deadline: Instant,
+}
+
+#[derive(Clone, Copy)]
+enum Resolution {
+    /// Granted (already counted in `in_use`); `overdraft` if by that rule.
+    Granted {
+        bytes: usize,
+        overdraft: bool,
+    },
+    TimedOut,
+}
+
+impl SharedBudget {
+    /// A budget of `capacity` bytes, waits of [`DEFAULT_MAX_WAIT`].
+    pub fn new(capacity: usize) -> Self {
+        Self::build(capacity, DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER)
+    }
+
+    fn build(capacity: usize, max_wait: Duration, overdraft_after: Duration) -> Self {
+        SharedBudget {
+            inner: Arc::new_cyclic(|me| Inner {
+                me: me.clone(),
+                capacity,
+                max_wait,
+                overdraft_after,
+                state: Mutex::new(State::default()),
+                timer: Condvar::new(),
+            }),
+        }
+    }
+
+    /// Sets how long a stream waits for memory before it fails with
+    /// `resource_exhausted`. Call it before sharing the budget: clones made
+    /// earlier keep the old setting.
+    pub fn with_max_wait(self, max_wait: Duration) -> Self {
+        Self::build(self.inner.capacity, max_wait, self.inner.overdraft_after)
+    }
+
+    /// Sets how long the oldest waiter waits before the progress rule lets
+    /// it overdraw by one message (default [`DEFAULT_OVERDRAFT_AFTER`]).
+    /// Zero overdraws at once; a value at or above the maximum wait turns
+    /// the rule off, leaving timeouts as the only way out of a deadlock.
+    /// Call it before sharing the budget.
+    pub fn with_overdraft_after(self, overdraft_after: Duration) -> Self {
+        Self::build(self.inner.capacity, self.inner.max_wait, overdraft_after)
+    }
+
+    /// What the budget holds now.
+    pub fn stats(&self) -> BudgetStats {
+        self.inner.stats()
+    }
+}
+
+impl std::fmt::Debug for SharedBudget {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SharedBudget")
+            .field("stats", &self.stats())
+            .field("max_wait", &self.inner.max_wait)
+            .finish()
+    }
+}
+
+impl From<SharedBudget> for Budget {
+    fn from(shared: SharedBudget) -> Budget {
+        Budget(shared.inner)
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic while holding the lock leaves counts that are still
+        // consistent (every update is a single assignment): keep going.
+        self.state
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner())
+    }
+
+    fn add(&self, state: &mut State, bytes: usize) {
+        state.in_use = state.in_use.saturating_add(bytes);
+        state.peak = state.peak.max(state.in_use);
+    }
+
+    fn fits(&self, state: &State, bytes: usize) -> bool {
+        state.in_use.saturating_add(bytes) <= self.capacity
+    }
+
+    /// Whether `request` may be served without waiting: it fits, and no
+    /// waiter it must not overtake is queued.
+    fn may_take_now(&self, state: &State, request: Request) -> bool {
+        match request.starting {
+            None => self.fits(state, request.bytes),
+            Some(rest) => Self::waiting(state) == 0 && self.fits(state, rest.max(request.bytes)),
+        }
+    }
+
+    /// Serves waiters while memory allows, and returns the wakers to call
+    /// once the lock is released. Messages under way first: every one
+    /// whose grant fits, oldest first (a message under way that fits is not
+    /// held up behind a larger one: finishing it is what frees memory).
+    /// Then messages waiting to start, strictly in order. The oldest waiter
+    /// takes a free overdraft once it has waited long enough.
+    fn serve(&self, state: &mut State) -> Vec<Waker> {
+        let mut woken = Vec::new();
+        let now = Instant::now();
+        let mut index = 0;
+        while index < state.under_way.len() {
+            let waiter = &state.under_way[index];
+            let overdraft = if self.fits(state, waiter.fit) {
+                false
+            } else if index == 0 && state.overdraft.is_none() && waiter.overdraft_at <= now {
+                true
+            } else {
+                index += 1;
+                continue;
+            };
+            if let Some(waiter) = state.under_way.remove(index) {
+                self.grant(state, waiter, overdraft, &mut woken);
+            }
+        }
+        if !state.under_way.is_empty() {
+            return woken;
+        }
+        while let Some(head) = state.starting.front() {
+            let overdraft = if self.fits(state, head.fit) {
+                false
+            } else if state.overdraft.is_none() && head.overdraft_at <= now {
+                true
+            } else {
+                break;
+            };
+            if let Some(head) = state.starting.pop_front() {
+                self.grant(state, head, overdraft, &mut woken);
+            }
+        }
+        woken
+    }
+
+    fn grant(&self, state: &mut State, waiter: Waiter, overdraft: bool, woken: &mut Vec<Waker>) {
+        self.add(state, waiter.bytes);
+        if overdraft {
+            state.overdraft = Some(waiter.id);
+        }
+        state.resolved.insert(
+            waiter.id,
+            Resolution::Granted {
+                bytes: waiter.bytes,
+                overdraft,
+            },
+        );
+        woken.push(waiter.waker);
+    }
+
+    /// When the timer must look again: the earliest deadline, or the
+    /// moment the next head may take a free overdraft.
+    fn next_event(&self, state: &State) -> Option<Instant> {
+        let heads = [state.under_way.front(), state.starting.front()];
+        let deadline = heads.iter().flatten().map(|w| w.deadline).min()?;
+        let overdraft = state
+            .overdraft
+            .is_none()
+            .then(|| heads.iter().flatten().next().map(|w| w.overdraft_at))
+            .flatten();
+        Some(overdraft.map_or(deadline, |at| at.min(deadline)))
+    }
+
+    /// Times out every waiter whose deadline has passed.
+    fn expire(&self, state: &mut State, now: Instant, woken: &mut Vec<Waker>) {
+        for under_way in [true, false] {
+            loop {
+                let queue = if under_way {
+                    &mut state.under_way
+                } else {
+                    &mut state.starting
+                };
+                if queue.front().is_none_or(|w| w.deadline > now) {
+                    break;
+                }
+                let Some(expired) = queue.pop_front() else {
+                    break;
+                };
+                state.timed_out += 1;
+                state.resolved.insert(expired.id, Resolution::TimedOut);
+                woken.push(expired.waker);
+            }
+        }
+    }
+
+    fn waiting(state: &State) -> usize {
+        state.under_way.len() + state.starting.len()
+    }
+
+    fn start_timer(&self, state: &mut State) {
+        if state.timer_running {
+            return;
+        }
+        let Some(inner) = self.me.upgrade() else {
+            return;
+        };
+        state.timer_running = true;
+        let spawned = std::thread::Builder::new()
+            .name("receive-budget-timer".into())
+            .spawn(move || inner.run_timer());
+        if spawned.is_err() {
+            // No thread, no timeouts: waits still end when memory is
+            // released. Try again with the next waiter.
+            state.timer_running = false;
+        }
+    }
+
+    /// The timer thread: sleeps until the oldest deadline, times out the
+    /// waiters whose deadline has passed, and exits when nobody waits.
+    fn run_timer(&self) {
+        let mut state = self.lock();
+        loop {
+            let Some(wake) = self.next_event(&state) else {
+                state.timer_running = false;
+                return;
+            };
+            let now = Instant::now();
+            if wake > now {
+                state = self
+                    .timer
+                    .wait_timeout(state, wake - now)
+                    .map(|(guard, _)| guard)
+                    .unwrap_or_else(|poisoned| poisoned.into_inner().0);
+                continue;
+            }
+            let mut woken = Vec::new();
+            self.expire(&mut state, now, &mut woken);
+            // A new head may fit where an expired one did not, or may take
+            // the overdraft now.
+            woken.extend(self.serve(&mut state));
+            drop(state);
+            woken.into_iter().for_each(Waker::wake);
+            state = self.lock();
+        }
+    }
+
+    fn exhausted(&self, bytes: usize, in_use: usize) -> Status {
+        Status::new(
+            Code::ResourceExhausted,
+            format!(
+                "receive budget exhausted: waited {:?} for {bytes} bytes \
+                 (budget of {} bytes, {in_use} in use)",
+                self.max_wait, self.capacity
+            ),
+        )
+    }
+}
+
+impl ReceiveBudget for Inner {
+    fn capacity(&self) -> usize {
+        self.capacity
+    }
+
+    fn try_acquire(&self, slot: &mut WaitSlot, request: Request) -> bool {
+        let mut state = self.lock();
+        if slot.overdraft || self.may_take_now(&state, request) {
+            self.add(&mut state, request.bytes);
+            return true;
+        }
+        false
+    }
+
+    fn charge(&self, bytes: usize) {
+        let mut state = self.lock();
+        self.add(&mut state, bytes);
+    }
+
+    fn poll_acquire(
+        &self,
+        slot: &mut WaitSlot,
+        request: Request,
+        cx: &mut Context<'_>,
+    ) -> Poll<Result<(), Status>> {
+        let bytes = request.bytes;
+        let mut state = self.lock();
+        if let Some(id) = slot.queued {
+            match state.resolved.remove(&id) {
+                Some(Resolution::Granted { overdraft, .. }) => {
+                    slot.queued = None;
+                    slot.overdraft |= overdraft;
+                    return Poll::Ready(Ok(()));
+                }
+                Some(Resolution::TimedOut) => {
+                    slot.queued = None;
+                    return Poll::Ready(Err(self.exhausted(bytes, state.in_use)));
+                }
+                None => {}
+            }
+            let State {
+                under_way,
+                starting,
+                ..
+            } = &mut *state;
+            if let Some(waiter) = under_way
+                .iter_mut()
+                .chain(starting.iter_mut())
+                .find(|w| w.id == id)
+            {
+                waiter.waker.clone_from(cx.waker());
+                return Poll::Pending;
+            }
+            // Not queued and not resolved: a slot from another budget.
+            slot.queued = None;
+        }
+        if slot.overdraft || self.may_take_now(&state, request) {
+            self.add(&mut state, bytes);
+            return Poll::Ready(Ok(()));
+        }
+        let id = state.next_id;
+        state.next_id += 1;
+        state.waits += 1;
+        let now = Instant::now();
+        let queue = match request.starting {
+            None => &mut state.under_way,
+            Some(_) => &mut state.starting,
+        };
+        queue.push_back(Waiter {
+            id,
+            bytes,
+            fit: request.starting.map_or(bytes, |rest| rest.max(bytes)),
+            waker: cx.waker().clone(),
+            overdraft_at: now + self.overdraft_after,
+            deadline: now + self.max_wait,
+        });
+        slot.queued = Some(id);
+        // With a zero overdraft delay it may be served at once.
+        let woken = self.serve(&mut state);
+        if let Some(Resolution::Granted { overdraft, .. }) = state.resolved.remove(&id) {
+            slot.queued = None;
+            slot.overdraft |= overdraft;
+            drop(state);
+            woken.into_iter().for_each(Waker::wake);
+            return Poll::Ready(Ok(()));
+        }
+        self.start_timer(&mut state);
+        drop(state);
+        woken.into_iter().for_each(Waker::wake);
+        Poll::Pending
+    }
+
+    fn release(&self, bytes: usize) {
+        let mut state = self.lock();
+        state.in_use = state.in_use.saturating_sub(bytes);
+        if Self::waiting(&state) == 0 {
+            return;
+        }
+        let woken = self.serve(&mut state);
+        drop(state);
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    fn message_done(&self, slot: &mut WaitSlot) {
+        if !std::mem::take(&mut slot.overdraft) {
+            return;
+        }
+        let mut state = self.lock();
+        state.overdraft = None;
+        // Whoever heads the queue may take the overdraft now, or when it
+        // has waited long enough: the timer sleeps until then.
+        self.timer.notify_one();
+        let woken = self.serve(&mut state);
+        drop(state);
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    fn cancel(&self, slot: &mut WaitSlot) {
+        let queued = slot.queued.take();
+        if queued.is_none() && !slot.overdraft {
+            return;
+        }
+        let mut state = self.lock();
+        if let Some(id) = queued {
+            state.under_way.retain(|w| w.id != id);
+            state.starting.retain(|w| w.id != id);
+            match state.resolved.remove(&id) {
+                Some(Resolution::Granted { bytes, overdraft }) => {
+                    state.in_use = state.in_use.saturating_sub(bytes);
+                    slot.overdraft |= overdraft;
+                }
+                Some(Resolution::TimedOut) | None => {}
+            }
+        }
+        if std::mem::take(&mut slot.overdraft) {
+            state.overdraft = None;
+            self.timer.notify_one();
+        }
+        let woken = self.serve(&mut state);
+        drop(state);
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    fn stats(&self) -> BudgetStats {
+        let state = self.lock();
+        BudgetStats {
+            capacity: self.capacity,
+            in_use: state.in_use,
+            peak: state.peak,
+            waiting: Self::waiting(&state),
+            timed_out: state.timed_out,
+            waits: state.waits,
+        }
+    }
+}
