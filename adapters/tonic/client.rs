@@ -19,6 +19,7 @@ use tonic::metadata::{GRPC_CONTENT_TYPE, MetadataMap};
 
 use super::ProstMessageEncoder;
 use super::body::BytesBody;
+use super::budget::tagged_budget;
 use super::compression::encoding_from_tonic;
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
@@ -222,7 +223,8 @@ impl<T> Grpc<T> {
             &parts.headers,
             BytesBody::new(body),
             self.limits,
-        );
+        )
+        .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Response::from_parts(
             MetadataMap::from_headers(parts.headers),
             messages,

@@ -55,6 +55,8 @@
 
 #[cfg(feature = "tonic")]
 mod body;
+#[cfg(feature = "tonic")]
+mod budget;
 pub mod build;
 #[cfg(feature = "tonic")]
 pub mod client;
@@ -85,6 +87,8 @@ mod status;
 #[cfg(feature = "tonic")]
 mod streaming;
 
+#[cfg(feature = "tonic")]
+pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};
 #[cfg(feature = "tonic")]
 pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};
 #[cfg(feature = "tonic")]

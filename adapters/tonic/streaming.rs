@@ -14,6 +14,7 @@ use sync_wrapper::SyncWrapper;
 use tonic::metadata::MetadataMap;
 
 use super::message_decoder::ProstMessageDecoder;
+use crate::budget::Budget;
 use crate::compression::CompressionEncoding;
 use crate::decode;
 use crate::envelope::Limits;
@@ -86,6 +87,25 @@ impl<T: Message + Default> Streaming<T> {
             decode::Streaming::new_response(status, headers, body, ProstMessageDecoder::new());
         Streaming {
             inner: SyncWrapper::new(inner.with_limits(limits)),
+        }
+    }
+
+    /// Counts this stream's received messages against `budget` (see
+    /// [`crate::budget`]) instead of the one a
+    /// [`ReceiveBudgetLayer`](super::ReceiveBudgetLayer) attached. Call it
+    /// before reading: it applies to messages not yet started.
+    pub fn with_budget(self, budget: impl Into<Budget>) -> Self {
+        let inner = self.inner.into_inner().with_budget(budget);
+        Streaming {
+            inner: SyncWrapper::new(inner),
+        }
+    }
+
+    /// Counts against `budget` when there is one.
+    pub(crate) fn with_optional_budget(self, budget: Option<Budget>) -> Self {
+        match budget {
+            Some(budget) => self.with_budget(budget),
+            None => self,
         }
     }
 

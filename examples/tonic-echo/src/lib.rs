@@ -135,6 +135,44 @@ pub async fn serve_with(
     router.serve_with_incoming(incoming).await
 }
 
+/// The HTTP/2 stream window of a server with a receive budget (tonic's
+/// default is 1 MiB): a stream waiting for the budget leaves up to this much
+/// unread.
+pub const BUDGET_STREAM_WINDOW: u32 = 64 * 1024;
+
+/// The HTTP/2 connection window of a server with a receive budget: room for
+/// 64 waiting streams' unread windows with one stream window to spare for
+/// the streams that hold the budget. Waiting streams' unread bytes count
+/// against their connection's window too, so without the spare the streams
+/// that hold the budget could not receive the rest of their messages.
+pub const BUDGET_CONNECTION_WINDOW: u32 = 65 * BUDGET_STREAM_WINDOW;
+
+/// Serves the Echo service with grpc-stream-codec's full framing on
+/// `listener`, every request stream counted against `budget`
+/// (`grpc_stream_codec::tonic::ReceiveBudgetLayer`), with the HTTP/2 windows
+/// [`BUDGET_STREAM_WINDOW`] and [`BUDGET_CONNECTION_WINDOW`].
+pub async fn serve_full_with_budget(
+    listener: TcpListener,
+    budget: grpc_stream_codec::budget::Budget,
+) -> Result<(), tonic::transport::Error> {
+    let incoming = TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
+    let mut server = full::echo_server::EchoServer::new(EchoService);
+    for encoding in ENCODINGS {
+        server = server.accept_compressed(encoding).send_compressed(encoding);
+    }
+    Server::builder()
+        .initial_stream_window_size(BUDGET_STREAM_WINDOW)
+        .initial_connection_window_size(BUDGET_CONNECTION_WINDOW)
+        .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(budget))
+        .add_service(server)
+        .serve_with_incoming(incoming)
+        .await
+}
+
 /// Binds `addr` (port 0 picks a free port) and returns the listener and the
 /// address it is bound to.
 pub async fn bind(addr: SocketAddr) -> std::io::Result<(TcpListener, SocketAddr)> {

@@ -1,4 +1,5 @@
-//! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full] [--guard pass|assemble] [--report-memory]`
+//! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full]
+//! [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, with its
 //! full framing under `--framing full`, or with tonic's stock codec under
@@ -22,11 +23,12 @@ mod live_alloc;
 static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--framing codec|full] [--guard pass|assemble] [--report-memory]";
+[--framing codec|full] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]";
 
 struct Options {
     listen: SocketAddr,
     serve: ServeOptions,
+    receive_budget: Option<usize>,
     report_memory: bool,
 }
 
@@ -34,6 +36,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut listen = None;
     let mut serve = ServeOptions::default();
     let mut report_memory = false;
+    let mut receive_budget = None;
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -60,13 +63,28 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 });
             }
             "--report-memory" => report_memory = true,
+            "--receive-budget" => {
+                let value = args.next().ok_or("--receive-budget needs a byte count")?;
+                receive_budget = Some(
+                    value
+                        .parse()
+                        .map_err(|e| format!("--receive-budget {value}: {e}"))?,
+                );
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    if receive_budget.is_some() && (serve.stock || serve.framing != Framing::Full) {
+        return Err("--receive-budget needs --framing full".to_owned());
+    }
+    if receive_budget.is_some() && serve.guard.is_some() {
+        return Err("--receive-budget does not go with --guard".to_owned());
+    }
     Ok(Options {
         listen: listen.ok_or("--listen is required")?,
         serve,
+        receive_budget,
         report_memory,
     })
 }
@@ -97,8 +115,18 @@ async fn main() -> ExitCode {
         (false, Framing::Codec) => "grpc-stream-codec (codec)",
         (false, Framing::Full) => "grpc-stream-codec (full framing)",
     };
-    eprintln!("codec: {codec}, guard: {:?}", options.serve.guard);
-    match tonic_echo::serve_with(listener, options.serve).await {
+    eprintln!(
+        "codec: {codec}, guard: {:?}, receive budget: {:?}",
+        options.serve.guard, options.receive_budget
+    );
+    let served = match options.receive_budget {
+        Some(bytes) => {
+            let budget = grpc_stream_codec::budget::SharedBudget::new(bytes);
+            tonic_echo::serve_full_with_budget(listener, budget.into()).await
+        }
+        None => tonic_echo::serve_with(listener, options.serve).await,
+    };
+    match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("server failed: {error}");
