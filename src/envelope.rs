@@ -170,6 +170,7 @@ pub fn check_trailers_size(size: usize) -> Result<(), Status> {
 }
 
 /// Fails with [`too_large`] when `size` exceeds `limit`.
+#[inline]
 pub fn check_size(size: usize, limit: usize) -> Result<(), Status> {
     if size > limit {
         Err(too_large(size, limit))
@@ -180,6 +181,7 @@ pub fn check_size(size: usize, limit: usize) -> Result<(), Status> {
 
 /// The one error shape for an oversized message:
 /// `resource_exhausted` with `message size N exceeds limit M`.
+#[cold]
 pub fn too_large(size: usize, limit: usize) -> Status {
     Status::new(
         Code::ResourceExhausted,

@@ -91,11 +91,13 @@ impl BatchBuffer {
     }
 
     /// Where encoders write.
+    #[inline]
     pub(crate) fn dst(&mut self) -> &mut LinkedBytes {
         &mut self.buf
     }
 
     /// The trailing buffer, for prefixes and compressed payloads.
+    #[inline]
     pub(crate) fn tail(&mut self) -> &mut BytesMut {
         self.buf.bytes_mut()
     }
@@ -140,11 +142,13 @@ impl BatchBuffer {
     }
 
     /// Reserves `additional` bytes in the trailing buffer.
+    #[inline]
     pub(crate) fn reserve(&mut self, additional: usize) {
         self.buf.reserve(additional);
     }
 
     /// The current end of the buffer.
+    #[inline]
     pub(crate) fn mark(&mut self) -> Mark {
         self.count_new_nodes();
         Mark {
@@ -155,6 +159,7 @@ impl BatchBuffer {
     }
 
     /// Bytes written after `mark`.
+    #[inline]
     pub(crate) fn written_since(&mut self, mark: Mark) -> usize {
         self.count_new_nodes();
         self.len() - mark.pos
@@ -183,6 +188,7 @@ impl BatchBuffer {
     }
 
     /// Counts a message written since the last cut as complete.
+    #[inline]
     pub(crate) fn finish_message(&mut self) {
         self.messages += 1;
         self.count_new_nodes();
@@ -343,6 +349,7 @@ impl BatchBuffer {
         self.after_boundary = carried;
     }
 
+    #[inline]
     fn count_new_nodes(&mut self) {
         while let Some(node) = self.buf.get_list_mut(self.nodes) {
             self.node_bytes += node.as_ref().len();

@@ -98,6 +98,7 @@ impl EncodeConfig {
     }
 
     /// The compression actually applied: `Identity` is no compression.
+    #[inline]
     pub(crate) fn effective_compression(&self) -> Option<Compression> {
         self.compression.filter(|c| !c.encoding.is_identity())
     }
