@@ -12,6 +12,7 @@
 //! ```
 
 mod context;
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
 mod pool;
 
 use std::fmt;

@@ -415,6 +415,8 @@ pub mod backend {
     pub enum Inflater {
         Miniz(Option<Box<InflateState>>),
         ZlibRs(Option<flate2::Decompress>),
+        /// libdeflate: whole-buffer, the output size known.
+        Libdeflate(libdeflater::Decompressor),
     }
 
     impl Inflater {
@@ -456,7 +458,14 @@ pub mod backend {
                     assert_eq!(status, flate2::Status::StreamEnd);
                     state.total_out() as usize
                 }
+                Inflater::Libdeflate(state) => {
+                    state.deflate_decompress(input, out).expect("inflate")
+                }
             }
+        }
+
+        pub fn libdeflate(_reused: bool) -> Self {
+            Inflater::Libdeflate(libdeflater::Decompressor::new())
         }
 
         pub fn miniz(reused: bool) -> Self {

@@ -1,19 +1,23 @@
-//! Per-stream compression state: a [`Compressor`] for the sending side and a
-//! [`Decompressor`] for the receiving side, each keeping its deflate or zstd
-//! context from one message to the next.
+//! Compression state for streams: a [`Compressor`] for the sending side and
+//! a [`Decompressor`] for the receiving side.
 //!
 //! Setting a context up costs more than compressing a small message with it
-//! (zlib's deflate state is about 256 KiB of tables, zstd's a few hundred
-//! KiB), so one context per stream, reset between messages, makes small
-//! compressed messages several times cheaper than a fresh encoder each. Both
-//! are created on the first compressed message, so an uncompressed stream
-//! pays nothing, and both are dropped after a message large enough that the
-//! context grew with it (zstd sizes its tables and window to the message),
-//! so one large message does not pin that memory for the stream's life.
+//! (a deflate compressor is about 300 KB of tables, zstd's contexts a few
+//! hundred KB), so contexts are reused from one message to the next; but
+//! not one per stream, which would pin that memory on every idle stream.
+//! Each message takes a context from a process-wide pool (`pool.rs`) and
+//! gives it back when done, as grpc-go pools its compressors: a process
+//! holds about as many contexts as it compresses messages at once, and an
+//! idle stream none. A context that grew with a large message (zstd sizes
+//! its tables and window to the message) or failed is dropped instead.
 //!
-//! gzip is raw deflate between a header and trailer written and checked
-//! here: a zlib-rs inflate state in gzip mode is rebuilt on every reset,
-//! a raw one is reset in place.
+//! gzip and zlib are compressed whole by libdeflate: the encoder has the
+//! whole message, and libdeflate keeps no stream state to reset. They are
+//! decompressed by zlib-rs (flate2), which measured faster than libdeflate
+//! for small messages and reads a stream incrementally, so the output
+//! limit is enforced as it is written. gzip is read as raw deflate between
+//! a header and trailer checked here: a zlib-rs inflate state in gzip mode
+//! is rebuilt on every reset, a raw one is reset in place.
 
 // With no compressing feature enabled only `identity` is left, and the
 // shared deflate/zstd helpers below go unused.
@@ -24,6 +28,7 @@
 
 use bytes::{Buf, BytesMut};
 
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
 use super::pool::Pool;
 #[cfg(feature = "zstd")]
 use super::zstd_window_log_max;
@@ -31,9 +36,11 @@ use super::{Compression, CompressionEncoding, unsupported};
 use crate::envelope::too_large;
 use crate::status::{Code, Status};
 
-/// Messages above this size drop the context after use instead of keeping
-/// it: zstd grows its tables and window buffers to the largest message seen,
-/// and a reused context is worth little once the message itself dominates.
+/// Messages above this size drop their zstd context after use instead of
+/// giving it back to the pool: zstd grows its tables and window buffers to
+/// the largest message seen, and a reused context is worth little once the
+/// message itself dominates. (libdeflate's and zlib-rs's states do not grow.)
+#[cfg(feature = "zstd")]
 const KEEP_CONTEXT_MAX: usize = 256 * 1024;
 
 /// First output reservation of a decompression whose size is not declared.
@@ -45,7 +52,7 @@ const MIN_OUTPUT: usize = 256;
 #[cfg(any(feature = "gzip", feature = "zstd"))]
 const MAX_DEFLATE_RATIO: usize = 1032;
 
-/// Compresses the messages of one stream, reusing one context.
+/// Compresses the messages of one stream with pooled, reused contexts.
 ///
 /// ```
 /// use bytes::BytesMut;
@@ -279,7 +286,7 @@ fn with_room<T>(
     (result, written)
 }
 
-/// Decompresses the messages of one stream, reusing one context.
+/// Decompresses the messages of one stream with pooled, reused contexts.
 ///
 /// Every call is bounded as [`decompress`](super::decompress) describes: the
 /// output never grows past the limit (a bomb is `resource_exhausted` before

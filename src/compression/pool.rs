@@ -60,10 +60,10 @@ impl<T> Pool<T> {
     }
 
     fn give(&self, setting: i32, context: T) {
-        if let Some(mut idle) = self.lock() {
-            if idle.len() < MAX_IDLE {
-                idle.push((setting, context));
-            }
+        if let Some(mut idle) = self.lock()
+            && idle.len() < MAX_IDLE
+        {
+            idle.push((setting, context));
         }
     }
 
