@@ -448,7 +448,40 @@ impl Decompressor {
 
 /// Decodes one zstd frame from `input` with `ctx` (freshly reset).
 #[cfg(feature = "zstd")]
+///
+/// A frame that declares its size is judged on it, so the outcome does not
+/// depend on how much zstd buffers before it notices a lie (which depends
+/// on the buffers a pooled context grew for earlier messages): a declared
+/// size over the limit is `TooLarge` before anything is decoded, and
+/// output past a declared size within the limit is corrupt, whether or not
+/// it also passed the limit.
 fn unzstd_with(
+    ctx: &mut zstd::zstd_safe::DCtx<'static>,
+    input: &[u8],
+    sink: &mut Sink<'_>,
+) -> Result<(), Failure> {
+    let declared = match zstd::zstd_safe::get_frame_content_size(input) {
+        Ok(Some(declared)) => Some(usize::try_from(declared).unwrap_or(usize::MAX)),
+        _ => None,
+    };
+    let Some(declared) = declared else {
+        return unzstd_frame(ctx, input, sink);
+    };
+    if declared > sink.room_left() {
+        return Err(Failure::TooLarge);
+    }
+    sink.expect(declared, input.len());
+    match unzstd_frame(ctx, input, sink) {
+        Err(Failure::TooLarge) => Err(Failure::corrupt(
+            "zstd frame holds more than its declared content size",
+        )),
+        result => result,
+    }
+}
+
+/// Decodes one zstd frame from `input` with `ctx`, within the limit.
+#[cfg(feature = "zstd")]
+fn unzstd_frame(
     ctx: &mut zstd::zstd_safe::DCtx<'static>,
     input: &[u8],
     sink: &mut Sink<'_>,
@@ -456,10 +489,6 @@ fn unzstd_with(
     use zstd::zstd_safe::{InBuffer, OutBuffer};
 
     let zstd_error = |code| Failure::Corrupt(zstd::zstd_safe::get_error_name(code).into());
-    if let Ok(Some(declared)) = zstd::zstd_safe::get_frame_content_size(input) {
-        let declared = usize::try_from(declared).unwrap_or(usize::MAX);
-        sink.expect(declared, input.len());
-    }
     let mut source = InBuffer::around(input);
     loop {
         let before_in = source.pos();
@@ -923,6 +952,41 @@ mod tests {
         compress_with(&mut compressor, &sample(KEEP_CONTEXT_MAX + 1, 6));
         compress_with(&mut compressor, &sample(100, 6));
         assert_eq!(DEFLATERS.idle_with(3), 1);
+    }
+
+    /// Found by the decompress fuzz target: a zstd frame declaring 353
+    /// bytes, then an RLE block of 16,460. How much zstd decoded before
+    /// noticing depended on the buffers a pooled context had grown for
+    /// earlier frames, so the same payload was `resource_exhausted` on one
+    /// context and `internal` on another.
+    #[test]
+    fn a_zstd_frame_is_judged_on_its_declared_size_whatever_the_context_did_before() {
+        let lying = [
+            0x28, 0xb5, 0x2f, 0xfd, 0x50, 0x53, 0x61, 0x00, 0x62, 0x02, 0x02, 0x63, 0x01, 0x00,
+            0x00,
+        ];
+        let large = compress_with(
+            &mut Compressor::new(Compression::new(CompressionEncoding::Zstd)),
+            &sample(200_000, 8),
+        );
+        for (limit, code) in [(64, Code::ResourceExhausted), (1024, Code::Internal)] {
+            let mut seen = Vec::new();
+            for history in [false, true] {
+                let mut decompressor = Decompressor::new(CompressionEncoding::Zstd);
+                if history {
+                    // Grows the context's buffers (same window cap, so the
+                    // same pooled context when tests do not interleave).
+                    decompressor
+                        .decompress(&large, &mut Vec::new(), 1 << 20)
+                        .unwrap();
+                }
+                let err = decompressor
+                    .decompress(&lying, &mut Vec::new(), limit)
+                    .unwrap_err();
+                seen.push(err.code());
+            }
+            assert_eq!(seen, [code, code], "limit {limit}");
+        }
     }
 
     #[test]
