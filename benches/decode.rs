@@ -384,11 +384,12 @@ fn deflate_backend(c: &mut Criterion) {
         group.throughput(Throughput::Elements(1));
         group.sample_size(30);
         type Make = fn(bool) -> Inflater;
-        let arms: [(&str, Make, bool); 4] = [
+        let arms: [(&str, Make, bool); 5] = [
             ("miniz_oxide_fresh", Inflater::miniz, false),
             ("miniz_oxide_reused", Inflater::miniz, true),
             ("zlib_rs_fresh", Inflater::zlib_rs, false),
             ("zlib_rs_reused", Inflater::zlib_rs, true),
+            ("libdeflate_reused", Inflater::libdeflate, true),
         ];
         for (arm, make, reused) in arms {
             let mut inflater = make(reused);

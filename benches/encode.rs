@@ -433,11 +433,23 @@ fn deflate_backend(c: &mut Criterion) {
         group.throughput(Throughput::Elements(1));
         group.sample_size(30);
         type Make = fn(bool) -> Deflater;
-        let arms: [(&str, Make, bool); 4] = [
+        let arms: [(&str, Make, bool); 8] = [
             ("miniz_oxide_fresh", Deflater::miniz, false),
             ("miniz_oxide_reused", Deflater::miniz, true),
             ("zlib_rs_fresh", Deflater::zlib_rs, false),
             ("zlib_rs_reused", Deflater::zlib_rs, true),
+            ("libdeflate_fresh", |r| Deflater::libdeflate(r, 6), false),
+            ("libdeflate_reused", |r| Deflater::libdeflate(r, 6), true),
+            (
+                "libdeflate_level1_reused",
+                |r| Deflater::libdeflate(r, 1),
+                true,
+            ),
+            (
+                "libdeflate_level0_reused",
+                |r| Deflater::libdeflate(r, 0),
+                true,
+            ),
         ];
         for (arm, make, reused) in arms {
             let mut deflater = make(reused);

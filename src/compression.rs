@@ -12,6 +12,8 @@
 //! ```
 
 mod context;
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+mod pool;
 
 use std::fmt;
 
@@ -180,13 +182,15 @@ impl Compression {
         Ok(())
     }
 
+    /// The deflate level, 0..=9 as in zlib (libdeflate reads them alike;
+    /// its 10..=12 are far slower and not offered).
     #[cfg(any(feature = "gzip", feature = "deflate"))]
-    fn flate_level(&self) -> flate2::Compression {
+    fn deflate_level(&self) -> i32 {
         match self.level {
-            CompressionLevel::Fastest => flate2::Compression::fast(),
-            CompressionLevel::Default => flate2::Compression::default(),
-            CompressionLevel::Best => flate2::Compression::best(),
-            CompressionLevel::Precise(level) => flate2::Compression::new(level.clamp(0, 9) as u32),
+            CompressionLevel::Fastest => 1,
+            CompressionLevel::Default => 6,
+            CompressionLevel::Best => 9,
+            CompressionLevel::Precise(level) => level.clamp(0, 9),
         }
     }
 

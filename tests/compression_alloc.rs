@@ -14,6 +14,7 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::{BufMut, Bytes, BytesMut};
 use futures_core::Stream;
+use grpc_stream_codec::compression::CompressionLevel;
 use grpc_stream_codec::compression::Compressor;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
@@ -124,12 +125,16 @@ fn an_uncompressed_stream_sets_up_no_context() {
     let (plain, _) = encode_usage(None, 256, 16);
     let identity = Some(Compression::new(CompressionEncoding::Identity));
     let (identity, _) = encode_usage(identity, 256, 16);
-    let (gzip, _) = encode_usage(Some(Compression::new(CompressionEncoding::Gzip)), 256, 16);
+    // Contexts are pooled process-wide by level; level 2 is used by no
+    // other test here, so this stream's first message makes a new one.
+    let gzip = Compression::new(CompressionEncoding::Gzip).with_level(CompressionLevel::Precise(2));
+    let (gzip, _) = encode_usage(Some(gzip), 256, 16);
     eprintln!("16 x 256 B: plain {plain:?}, identity {identity:?}, gzip {gzip:?}");
     // The batch buffer only: a first batch reserves 8 KiB.
     assert!(plain.allocated_bytes <= 16 * 1024, "{plain:?}");
     assert!(identity.allocated_bytes <= 16 * 1024, "{identity:?}");
-    // A deflate context alone is far more than that.
+    // A deflate context alone is far more than that (libdeflate's tables
+    // come from the Rust allocator, so the counter sees them).
     assert!(gzip.allocated_bytes > 64 * 1024, "{gzip:?}");
 }
 
@@ -176,5 +181,91 @@ fn compressed_decoding_allocates_nothing_per_message_in_steady_state() {
             // `text(len)` in the check above allocates once per message.
             assert_eq!(steady.allocations, 20 * 64, "{encoding} {len}: {steady:?}");
         }
+    }
+}
+
+/// An encode stream that has sent one 256 B message and is now idle
+/// (its source `Pending`).
+fn idle_encoder(compression: Option<Compression>) -> impl Stream {
+    let left = Rc::new(Cell::new(1));
+    let source = Burst {
+        item: text(256),
+        left: left.clone(),
+    };
+    let config = EncodeConfig::new().with_compression(compression);
+    let mut stream = EncodeStream::new(source, Copying, config);
+    let mut cx = Context::from_waker(Waker::noop());
+    let Poll::Ready(Some(Ok(batch))) = Pin::new(&mut stream).poll_next(&mut cx) else {
+        panic!("one batch");
+    };
+    assert_eq!(batch.message_count(), 1);
+    drop(batch);
+    assert!(Pin::new(&mut stream).poll_next(&mut cx).is_pending());
+    stream
+}
+
+/// An assembler that has decoded one message from `frames` and is idle.
+fn idle_decoder(frames: &[Bytes], encoding: Option<CompressionEncoding>) -> EnvelopeAssembler {
+    let mut assembler = EnvelopeAssembler::new(Limits::default(), encoding);
+    for frame in frames {
+        assembler.push(frame.clone());
+    }
+    let Some(Decoded::Message(message)) = assembler.next().unwrap() else {
+        panic!("one message");
+    };
+    assert_eq!(message.len(), 256);
+    drop(message);
+    assert!(assembler.next().unwrap().is_none());
+    assembler
+}
+
+/// Live heap per stream of `STREAMS` streams made by `open` and kept.
+fn held_per_stream<T>(open: impl Fn() -> T) -> isize {
+    const STREAMS: usize = 64;
+    let (streams, usage) = measure(|| (0..STREAMS).map(|_| open()).collect::<Vec<_>>());
+    drop(streams);
+    usage.live_delta / STREAMS as isize
+}
+
+/// Streams that sent or received one compressed message and then went
+/// idle hold no compression context: contexts go back to a process-wide
+/// pool after each message. Measured as the live Rust heap per idle
+/// stream, against the same stream uncompressed, after the pool was
+/// warmed so it already holds the one context they all share.
+/// libdeflate's tables come from the Rust allocator and are counted; zstd
+/// contexts are C heap the counter cannot see, pooled the same way (the
+/// unit tests in `compression::context` check that pool).
+#[test]
+fn idle_compressed_streams_pin_no_context() {
+    // What compression may add to an idle stream: a few KiB of buffers.
+    const EXTRA_PER_STREAM: isize = 4 * 1024;
+    let plain_encoder = held_per_stream(|| idle_encoder(None));
+    let plain_frames = {
+        let mut wire = BytesMut::new();
+        wire.put_slice(&EnvelopeHeader::message(false, 256).to_bytes());
+        wire.put_slice(&text(256));
+        vec![wire.freeze()]
+    };
+    let plain_decoder = held_per_stream(|| idle_decoder(&plain_frames, None));
+    for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Deflate] {
+        // Level 8 is this test's alone, so no other test takes the pooled
+        // context while it runs.
+        let compression = Compression::new(encoding).with_level(CompressionLevel::Precise(8));
+        drop(idle_encoder(Some(compression)));
+        let encoder = held_per_stream(|| idle_encoder(Some(compression)));
+        eprintln!("idle {encoding} encoder: {encoder} B, uncompressed: {plain_encoder} B");
+        assert!(
+            encoder - plain_encoder <= EXTRA_PER_STREAM,
+            "{encoding}: an idle encoder holds {encoder} B, {plain_encoder} B uncompressed"
+        );
+
+        let frames = compressed_frames(encoding, 256, 1);
+        drop(idle_decoder(&frames, Some(encoding)));
+        let decoder = held_per_stream(|| idle_decoder(&frames, Some(encoding)));
+        eprintln!("idle {encoding} decoder: {decoder} B, uncompressed: {plain_decoder} B");
+        assert!(
+            decoder - plain_decoder <= EXTRA_PER_STREAM,
+            "{encoding}: an idle decoder holds {decoder} B, {plain_decoder} B uncompressed"
+        );
     }
 }

@@ -323,6 +323,12 @@ pub mod backend {
     pub enum Deflater {
         Miniz(Option<Box<CompressorOxide>>),
         ZlibRs(Option<flate2::Compress>),
+        /// libdeflate at a level: whole-buffer, no stream state.
+        Libdeflate(Option<libdeflater::Compressor>, i32),
+    }
+
+    fn libdeflate(level: i32) -> libdeflater::Compressor {
+        libdeflater::Compressor::new(libdeflater::CompressionLvl::new(level).expect("level"))
     }
 
     fn miniz_compressor() -> Box<CompressorOxide> {
@@ -374,6 +380,17 @@ pub mod backend {
                     assert_eq!(status, flate2::Status::StreamEnd);
                     state.total_out() as usize
                 }
+                Deflater::Libdeflate(kept, level) => {
+                    let mut fresh;
+                    let compressor = match kept {
+                        Some(compressor) => compressor,
+                        None => {
+                            fresh = libdeflate(*level);
+                            &mut fresh
+                        }
+                    };
+                    compressor.deflate_compress(input, out).expect("deflate")
+                }
             };
             out.truncate(written);
             written
@@ -381,6 +398,10 @@ pub mod backend {
 
         pub fn miniz(reused: bool) -> Self {
             Deflater::Miniz(reused.then(miniz_compressor))
+        }
+
+        pub fn libdeflate(reused: bool, level: i32) -> Self {
+            Deflater::Libdeflate(reused.then(|| libdeflate(level)), level)
         }
 
         pub fn zlib_rs(reused: bool) -> Self {
@@ -394,6 +415,8 @@ pub mod backend {
     pub enum Inflater {
         Miniz(Option<Box<InflateState>>),
         ZlibRs(Option<flate2::Decompress>),
+        /// libdeflate: whole-buffer, the output size known.
+        Libdeflate(libdeflater::Decompressor),
     }
 
     impl Inflater {
@@ -435,7 +458,14 @@ pub mod backend {
                     assert_eq!(status, flate2::Status::StreamEnd);
                     state.total_out() as usize
                 }
+                Inflater::Libdeflate(state) => {
+                    state.deflate_decompress(input, out).expect("inflate")
+                }
             }
+        }
+
+        pub fn libdeflate(_reused: bool) -> Self {
+            Inflater::Libdeflate(libdeflater::Decompressor::new())
         }
 
         pub fn miniz(reused: bool) -> Self {

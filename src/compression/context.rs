@@ -1,19 +1,23 @@
-//! Per-stream compression state: a [`Compressor`] for the sending side and a
-//! [`Decompressor`] for the receiving side, each keeping its deflate or zstd
-//! context from one message to the next.
+//! Compression state for streams: a [`Compressor`] for the sending side and
+//! a [`Decompressor`] for the receiving side.
 //!
 //! Setting a context up costs more than compressing a small message with it
-//! (zlib's deflate state is about 256 KiB of tables, zstd's a few hundred
-//! KiB), so one context per stream, reset between messages, makes small
-//! compressed messages several times cheaper than a fresh encoder each. Both
-//! are created on the first compressed message, so an uncompressed stream
-//! pays nothing, and both are dropped after a message large enough that the
-//! context grew with it (zstd sizes its tables and window to the message),
-//! so one large message does not pin that memory for the stream's life.
+//! (a libdeflate compressor is about 660 KB of tables, zstd's contexts a few
+//! hundred KB), so contexts are reused from one message to the next; but
+//! not one per stream, which would pin that memory on every idle stream.
+//! Each message takes a context from a process-wide pool (`pool.rs`) and
+//! gives it back when done, as grpc-go pools its compressors: a process
+//! holds about as many contexts as it compresses messages at once, and an
+//! idle stream none. A context that grew with a large message (zstd sizes
+//! its tables and window to the message) or failed is dropped instead.
 //!
-//! gzip is raw deflate between a header and trailer written and checked
-//! here: a zlib-rs inflate state in gzip mode is rebuilt on every reset,
-//! a raw one is reset in place.
+//! gzip and zlib are compressed whole by libdeflate: the encoder has the
+//! whole message, and libdeflate keeps no stream state to reset. They are
+//! decompressed by zlib-rs (flate2), which measured faster than libdeflate
+//! for small messages and reads a stream incrementally, so the output
+//! limit is enforced as it is written. gzip is read as raw deflate between
+//! a header and trailer checked here: a zlib-rs inflate state in gzip mode
+//! is rebuilt on every reset, a raw one is reset in place.
 
 // With no compressing feature enabled only `identity` is left, and the
 // shared deflate/zstd helpers below go unused.
@@ -24,15 +28,19 @@
 
 use bytes::{Buf, BytesMut};
 
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+use super::pool::Pool;
 #[cfg(feature = "zstd")]
 use super::zstd_window_log_max;
 use super::{Compression, CompressionEncoding, unsupported};
 use crate::envelope::too_large;
 use crate::status::{Code, Status};
 
-/// Messages above this size drop the context after use instead of keeping
-/// it: zstd grows its tables and window buffers to the largest message seen,
-/// and a reused context is worth little once the message itself dominates.
+/// Messages above this size drop their zstd context after use instead of
+/// giving it back to the pool: zstd grows its tables and window buffers to
+/// the largest message seen, and a reused context is worth little once the
+/// message itself dominates. (libdeflate's and zlib-rs's states do not grow.)
+#[cfg(feature = "zstd")]
 const KEEP_CONTEXT_MAX: usize = 256 * 1024;
 
 /// First output reservation of a decompression whose size is not declared.
@@ -44,7 +52,7 @@ const MIN_OUTPUT: usize = 256;
 #[cfg(any(feature = "gzip", feature = "zstd"))]
 const MAX_DEFLATE_RATIO: usize = 1032;
 
-/// Compresses the messages of one stream, reusing one context.
+/// Compresses the messages of one stream with pooled, reused contexts.
 ///
 /// ```
 /// use bytes::BytesMut;
@@ -64,23 +72,36 @@ const MAX_DEFLATE_RATIO: usize = 1032;
 /// ```
 pub struct Compressor {
     compression: Compression,
-    #[cfg(any(feature = "gzip", feature = "deflate"))]
-    flate: Option<flate2::Compress>,
-    #[cfg(feature = "zstd")]
-    zstd: Option<zstd::zstd_safe::CCtx<'static>>,
 }
 
+/// A libdeflate compressor and the buffer a message in several chunks is
+/// joined in (libdeflate compresses one contiguous buffer).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+struct Deflater {
+    compressor: libdeflater::Compressor,
+    joined: Vec<u8>,
+}
+
+/// Idle gzip/deflate compressors, by level: each holds about 660 KB at
+/// levels 2-9 (libdeflate's match finder and block buffers, allocated
+/// through the Rust allocator).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+static DEFLATERS: Pool<Deflater> = Pool::new();
+
+/// Idle zstd compression contexts, by level.
+#[cfg(feature = "zstd")]
+static ZSTD_COMPRESSORS: Pool<zstd::zstd_safe::CCtx<'static>> = Pool::new();
+
+/// The largest joined buffer a pooled [`Deflater`] keeps.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+const KEEP_JOINED_MAX: usize = 64 * 1024;
+
 impl Compressor {
-    /// A compressor for `compression`; nothing is allocated until the first
-    /// message.
+    /// A compressor for `compression`. It holds no context of its own: one
+    /// is taken from a process-wide pool for each message and given back
+    /// after it, so an idle stream pins no compression memory.
     pub fn new(compression: Compression) -> Self {
-        Self {
-            compression,
-            #[cfg(any(feature = "gzip", feature = "deflate"))]
-            flate: None,
-            #[cfg(feature = "zstd")]
-            zstd: None,
-        }
+        Self { compression }
     }
 
     /// The encoding and level this compressor applies.
@@ -92,15 +113,9 @@ impl Compressor {
     /// the encoding and appends it to `out`. `Identity` copies.
     pub fn compress(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), Status> {
         let start = out.len();
-        let len = input.remaining();
         let result: Result<(), String> = match self.compression.encoding {
             CompressionEncoding::Identity => {
-                while input.has_remaining() {
-                    let chunk = input.chunk();
-                    let taken = chunk.len();
-                    out.extend_from_slice(chunk);
-                    input.advance(taken);
-                }
+                copy_into(input, out);
                 Ok(())
             }
             #[cfg(feature = "gzip")]
@@ -112,13 +127,8 @@ impl Compressor {
             #[allow(unreachable_patterns)]
             other => return Err(unsupported(other)),
         };
-        if len > KEEP_CONTEXT_MAX {
-            self.release();
-        }
         result.map_err(|error| {
             out.truncate(start);
-            // A context that failed mid-stream is not trusted again.
-            self.release();
             Status::new(
                 Code::Internal,
                 format!("{} compression failed: {error}", self.compression.encoding),
@@ -126,17 +136,9 @@ impl Compressor {
         })
     }
 
-    fn release(&mut self) {
-        #[cfg(any(feature = "gzip", feature = "deflate"))]
-        {
-            self.flate = None;
-        }
-        #[cfg(feature = "zstd")]
-        {
-            self.zstd = None;
-        }
-    }
-
+    /// gzip or zlib, the whole message in one call: libdeflate keeps no
+    /// stream state, so unlike zlib's `deflateReset` nothing is cleared
+    /// beyond the tables the message's size needs.
     #[cfg(any(feature = "gzip", feature = "deflate"))]
     fn deflate(
         &mut self,
@@ -144,58 +146,48 @@ impl Compressor {
         out: &mut BytesMut,
         gzip: bool,
     ) -> Result<(), String> {
-        use flate2::{Compress, FlushCompress, Status as FlateStatus};
-
-        let level = self.compression.flate_level();
-        let state = match &mut self.flate {
-            Some(state) => {
-                state.reset();
-                state
-            }
-            // Raw deflate for gzip (framed below), zlib format for deflate.
-            slot => slot.insert(Compress::new(level, !gzip)),
+        let level = self.compression.deflate_level();
+        let mut lease = DEFLATERS.take(level, || {
+            let level = libdeflater::CompressionLvl::new(level)
+                .map_err(|_| format!("invalid deflate level {level}"))?;
+            Ok::<_, String>(Deflater {
+                compressor: libdeflater::Compressor::new(level),
+                joined: Vec::new(),
+            })
+        })?;
+        let Deflater { compressor, joined } = &mut *lease;
+        let len = input.remaining();
+        let contiguous = input.chunk().len() == len;
+        if !contiguous {
+            joined.clear();
+            copy_into(input, joined);
+        }
+        let data = if contiguous {
+            input.chunk()
+        } else {
+            &joined[..]
         };
-        let mut crc = flate2::Crc::new();
-        if gzip {
-            out.extend_from_slice(&GZIP_HEADER);
-        }
-        let mut finishing = false;
-        loop {
-            let chunk = input.chunk();
-            let flush = if chunk.len() == input.remaining() {
-                finishing = true;
-                FlushCompress::Finish
+        let room = if gzip {
+            compressor.gzip_compress_bound(len)
+        } else {
+            compressor.zlib_compress_bound(len)
+        };
+        let (result, _) = with_room(out, room, |dst| {
+            let result = if gzip {
+                compressor.gzip_compress(data, dst)
             } else {
-                FlushCompress::None
+                compressor.zlib_compress(data, dst)
             };
-            // Room for all of the chunk at deflate's worst case, zeroed
-            // rather than left uninitialised: this crate has no `unsafe`.
-            let room = deflate_bound(chunk.len());
-            let before_in = state.total_in();
-            let before_out = state.total_out();
-            let (status, written) = with_room(out, room, |dst| {
-                let status = state.compress(chunk, dst, flush);
-                (status, (state.total_out() - before_out) as usize)
-            });
-            let status = status.map_err(|error| error.to_string())?;
-            let consumed = (state.total_in() - before_in) as usize;
-            if gzip {
-                crc.update(&chunk[..consumed]);
-            }
-            input.advance(consumed);
-            match status {
-                FlateStatus::StreamEnd => break,
-                _ if finishing && consumed == 0 && written == 0 => {
-                    return Err("deflate made no progress".into());
-                }
-                _ => {}
-            }
+            let written = *result.as_ref().unwrap_or(&0);
+            (result, written)
+        });
+        if contiguous {
+            input.advance(len);
         }
-        if gzip {
-            out.extend_from_slice(&crc.sum().to_le_bytes());
-            out.extend_from_slice(&crc.amount().to_le_bytes());
+        if joined.capacity() > KEEP_JOINED_MAX {
+            *joined = Vec::new();
         }
-        Ok(())
+        result.map(drop).map_err(|error| error.to_string())
     }
 
     #[cfg(feature = "zstd")]
@@ -204,50 +196,65 @@ impl Compressor {
         use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective};
 
         let zstd_error = |code| zstd::zstd_safe::get_error_name(code).to_string();
-        let ctx = match &mut self.zstd {
-            Some(ctx) => {
-                ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
-                ctx
+        let level = self.compression.zstd_level();
+        let len = input.remaining();
+        let mut ctx = ZSTD_COMPRESSORS.take(level, || {
+            let mut ctx = CCtx::try_create().ok_or("cannot allocate a zstd context")?;
+            ctx.set_parameter(CParameter::CompressionLevel(level))
+                .map_err(zstd_error)?;
+            // With the size in the frame header, receivers know the
+            // output size and zstd picks a window no larger than it.
+            ctx.set_parameter(CParameter::ContentSizeFlag(true))
+                .map_err(zstd_error)?;
+            Ok::<_, String>(ctx)
+        })?;
+        let result = (|| {
+            ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+            ctx.set_pledged_src_size(Some(len as u64))
+                .map_err(zstd_error)?;
+            loop {
+                let chunk = input.chunk();
+                let last = chunk.len() == input.remaining();
+                let directive = if last {
+                    EndDirective::ZSTD_e_end
+                } else {
+                    EndDirective::ZSTD_e_continue
+                };
+                let mut source = InBuffer::around(chunk);
+                let room = zstd::zstd_safe::compress_bound(chunk.len());
+                let (left, written) = with_room(out, room, |dst| {
+                    let mut sink = OutBuffer::around(dst);
+                    let left = ctx.compress_stream2(&mut sink, &mut source, directive);
+                    (left, sink.pos())
+                });
+                let left = left.map_err(zstd_error)?;
+                let consumed = source.pos();
+                let whole = consumed == chunk.len();
+                input.advance(consumed);
+                if last && whole && left == 0 {
+                    return Ok(());
+                }
+                if consumed == 0 && written == 0 {
+                    return Err("zstd made no progress".to_string());
+                }
             }
-            slot => {
-                let mut ctx = CCtx::try_create().ok_or("cannot allocate a zstd context")?;
-                ctx.set_parameter(CParameter::CompressionLevel(self.compression.zstd_level()))
-                    .map_err(zstd_error)?;
-                // With the size in the frame header, receivers know the
-                // output size and zstd picks a window no larger than it.
-                ctx.set_parameter(CParameter::ContentSizeFlag(true))
-                    .map_err(zstd_error)?;
-                slot.insert(ctx)
-            }
-        };
-        ctx.set_pledged_src_size(Some(input.remaining() as u64))
-            .map_err(zstd_error)?;
-        loop {
-            let chunk = input.chunk();
-            let last = chunk.len() == input.remaining();
-            let directive = if last {
-                EndDirective::ZSTD_e_end
-            } else {
-                EndDirective::ZSTD_e_continue
-            };
-            let mut source = InBuffer::around(chunk);
-            let room = zstd::zstd_safe::compress_bound(chunk.len());
-            let (left, written) = with_room(out, room, |dst| {
-                let mut sink = OutBuffer::around(dst);
-                let left = ctx.compress_stream2(&mut sink, &mut source, directive);
-                (left, sink.pos())
-            });
-            let left = left.map_err(zstd_error)?;
-            let consumed = source.pos();
-            let whole = consumed == chunk.len();
-            input.advance(consumed);
-            if last && whole && left == 0 {
-                return Ok(());
-            }
-            if consumed == 0 && written == 0 {
-                return Err("zstd made no progress".into());
-            }
+        })();
+        // zstd sizes its tables and window to the message: a context that
+        // grew with a large one, or failed mid-frame, is not kept.
+        if result.is_err() || len > KEEP_CONTEXT_MAX {
+            ctx.discard();
         }
+        result
+    }
+}
+
+/// Appends all of `input` to `out`, consuming it.
+fn copy_into(input: &mut impl Buf, out: &mut impl bytes::BufMut) {
+    while input.has_remaining() {
+        let chunk = input.chunk();
+        let taken = chunk.len();
+        out.put_slice(chunk);
+        input.advance(taken);
     }
 }
 
@@ -262,15 +269,8 @@ impl std::fmt::Debug for Compressor {
 /// The fixed 10-byte gzip member header this crate writes: deflate, no
 /// flags, no modification time, unknown OS (as zlib's `gzip` mode does
 /// without a header of its own).
-#[cfg(any(feature = "gzip", feature = "deflate"))]
+#[cfg(test)]
 const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
-
-/// zlib's `deflateBound` for default settings, plus the zlib wrapper: the
-/// most one `Finish` call can write for `len` input bytes.
-#[cfg(any(feature = "gzip", feature = "deflate"))]
-fn deflate_bound(len: usize) -> usize {
-    len + (len >> 12) + (len >> 14) + (len >> 25) + 13 + 6
-}
 
 /// Appends `room` zeroed bytes to `out`, lets `write` fill a prefix of them
 /// and report its length, and cuts `out` back to what was written.
@@ -287,7 +287,7 @@ fn with_room<T>(
     (result, written)
 }
 
-/// Decompresses the messages of one stream, reusing one context.
+/// Decompresses the messages of one stream with pooled, reused contexts.
 ///
 /// Every call is bounded as [`decompress`](super::decompress) describes: the
 /// output never grows past the limit (a bomb is `resource_exhausted` before
@@ -295,30 +295,22 @@ fn with_room<T>(
 /// compressed data are `internal`. See [`Compressor`] for an example.
 pub struct Decompressor {
     encoding: CompressionEncoding,
-    #[cfg(any(feature = "gzip", feature = "deflate"))]
-    flate: Option<flate2::Decompress>,
-    #[cfg(feature = "zstd")]
-    zstd: Option<ZstdState>,
 }
 
+/// Idle inflate states (zlib-rs: about 40 KB of window and tables each).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+static INFLATERS: Pool<flate2::Decompress> = Pool::new();
+
+/// Idle zstd decompression contexts, by the window cap set on them.
 #[cfg(feature = "zstd")]
-struct ZstdState {
-    ctx: zstd::zstd_safe::DCtx<'static>,
-    /// The window cap set on `ctx`, which depends on the limit.
-    window_log_max: u32,
-}
+static ZSTD_DECOMPRESSORS: Pool<zstd::zstd_safe::DCtx<'static>> = Pool::new();
 
 impl Decompressor {
-    /// A decompressor for `encoding`; nothing is allocated until the first
-    /// message.
+    /// A decompressor for `encoding`. Like [`Compressor`] it holds no
+    /// context between messages: each message takes one from a
+    /// process-wide pool and gives it back.
     pub fn new(encoding: CompressionEncoding) -> Self {
-        Self {
-            encoding,
-            #[cfg(any(feature = "gzip", feature = "deflate"))]
-            flate: None,
-            #[cfg(feature = "zstd")]
-            zstd: None,
-        }
+        Self { encoding }
     }
 
     /// The encoding this decompressor reads.
@@ -356,12 +348,8 @@ impl Decompressor {
             other => return Err(unsupported(other)),
         };
         let written = sink.written();
-        if written > KEEP_CONTEXT_MAX {
-            self.release();
-        }
         result.map_err(|failure| {
             out.truncate(start);
-            self.release();
             match failure {
                 // Report a size past the limit, not what was written.
                 Failure::TooLarge => too_large(written.saturating_add(1).max(limit + 1), limit),
@@ -378,17 +366,6 @@ impl Decompressor {
                 ),
             }
         })
-    }
-
-    fn release(&mut self) {
-        #[cfg(any(feature = "gzip", feature = "deflate"))]
-        {
-            self.flate = None;
-        }
-        #[cfg(feature = "zstd")]
-        {
-            self.zstd = None;
-        }
     }
 
     /// A gzip member (RFC 1952): header, raw deflate, CRC-32 and size.
@@ -426,110 +403,160 @@ impl Decompressor {
     #[cfg(any(feature = "gzip", feature = "deflate"))]
     fn inflate<'a>(
         &mut self,
-        mut input: &'a [u8],
+        input: &'a [u8],
         sink: &mut Sink<'_>,
         zlib: bool,
     ) -> Result<&'a [u8], Failure> {
-        use flate2::{Decompress, FlushDecompress, Status as FlateStatus};
+        use flate2::Decompress;
 
-        let state = match &mut self.flate {
-            Some(state) => {
-                state.reset(zlib);
-                state
-            }
-            slot => slot.insert(Decompress::new(zlib)),
-        };
-        loop {
-            let before_in = state.total_in();
-            let before_out = state.total_out();
-            let status = if sink.make_room() {
-                state.decompress_vec(input, sink.out, FlushDecompress::None)
-            } else {
-                // At the limit: one more byte of output is a bomb; the end
-                // of the stream is fine.
-                let mut probe = [0u8; 1];
-                let status = state.decompress(input, &mut probe, FlushDecompress::None);
-                if state.total_out() > before_out {
-                    return Err(Failure::TooLarge);
-                }
-                status
-            }
-            .map_err(|error| Failure::Corrupt(error.to_string()))?;
-            sink.check()?;
-            let consumed = (state.total_in() - before_in) as usize;
-            let produced = state.total_out() - before_out;
-            input = &input[consumed..];
-            match status {
-                FlateStatus::StreamEnd => return Ok(input),
-                _ if consumed == 0 && produced == 0 => {
-                    return Err(Failure::corrupt("compressed data ends early"));
-                }
-                _ => {}
-            }
+        let mut state = INFLATERS.take(0, || Ok::<_, Failure>(Decompress::new(zlib)))?;
+        state.reset(zlib);
+        let result = inflate_with(&mut state, input, sink);
+        if result.is_err() {
+            // A state that failed mid-stream is not trusted again.
+            state.discard();
         }
+        result
     }
 
     /// One zstd frame, with the window capped for `limit`.
     #[cfg(feature = "zstd")]
     fn unzstd(&mut self, input: &[u8], sink: &mut Sink<'_>) -> Result<(), Failure> {
-        use zstd::zstd_safe::{DCtx, DParameter, InBuffer, OutBuffer, ResetDirective};
+        use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
 
         let zstd_error = |code| Failure::Corrupt(zstd::zstd_safe::get_error_name(code).into());
         let window_log_max = zstd_window_log_max(sink.limit);
-        let state = match &mut self.zstd {
-            Some(state) => {
-                state
-                    .ctx
-                    .reset(ResetDirective::SessionOnly)
-                    .map_err(zstd_error)?;
-                state
-            }
-            slot => slot.insert(ZstdState {
-                ctx: DCtx::try_create()
-                    .ok_or_else(|| Failure::corrupt("cannot allocate a zstd context"))?,
-                window_log_max: 0,
-            }),
-        };
-        if state.window_log_max != window_log_max {
-            state
-                .ctx
-                .set_parameter(DParameter::WindowLogMax(window_log_max))
+        let mut ctx = ZSTD_DECOMPRESSORS.take(window_log_max as i32, || {
+            let mut ctx = DCtx::try_create()
+                .ok_or_else(|| Failure::corrupt("cannot allocate a zstd context"))?;
+            ctx.set_parameter(DParameter::WindowLogMax(window_log_max))
                 .map_err(zstd_error)?;
-            state.window_log_max = window_log_max;
+            Ok::<_, Failure>(ctx)
+        })?;
+        let result = ctx
+            .reset(ResetDirective::SessionOnly)
+            .map_err(zstd_error)
+            .and_then(|_| unzstd_with(&mut ctx, input, sink));
+        // zstd grows its buffers to the frame: a context that did so for a
+        // large message, or failed mid-frame, is not kept.
+        if result.is_err() || sink.written() > KEEP_CONTEXT_MAX {
+            ctx.discard();
         }
-        if let Ok(Some(declared)) = zstd::zstd_safe::get_frame_content_size(input) {
-            let declared = usize::try_from(declared).unwrap_or(usize::MAX);
-            sink.expect(declared, input.len());
+        result
+    }
+}
+
+/// Decodes one zstd frame from `input` with `ctx` (freshly reset).
+#[cfg(feature = "zstd")]
+///
+/// A frame that declares its size is judged on it, so the outcome does not
+/// depend on how much zstd buffers before it notices a lie (which depends
+/// on the buffers a pooled context grew for earlier messages): a declared
+/// size over the limit is `TooLarge` before anything is decoded, and
+/// output past a declared size within the limit is corrupt, whether or not
+/// it also passed the limit.
+fn unzstd_with(
+    ctx: &mut zstd::zstd_safe::DCtx<'static>,
+    input: &[u8],
+    sink: &mut Sink<'_>,
+) -> Result<(), Failure> {
+    let declared = match zstd::zstd_safe::get_frame_content_size(input) {
+        Ok(Some(declared)) => Some(usize::try_from(declared).unwrap_or(usize::MAX)),
+        _ => None,
+    };
+    let Some(declared) = declared else {
+        return unzstd_frame(ctx, input, sink);
+    };
+    if declared > sink.room_left() {
+        return Err(Failure::TooLarge);
+    }
+    sink.expect(declared, input.len());
+    match unzstd_frame(ctx, input, sink) {
+        Err(Failure::TooLarge) => Err(Failure::corrupt(
+            "zstd frame holds more than its declared content size",
+        )),
+        result => result,
+    }
+}
+
+/// Decodes one zstd frame from `input` with `ctx`, within the limit.
+#[cfg(feature = "zstd")]
+fn unzstd_frame(
+    ctx: &mut zstd::zstd_safe::DCtx<'static>,
+    input: &[u8],
+    sink: &mut Sink<'_>,
+) -> Result<(), Failure> {
+    use zstd::zstd_safe::{InBuffer, OutBuffer};
+
+    let zstd_error = |code| Failure::Corrupt(zstd::zstd_safe::get_error_name(code).into());
+    let mut source = InBuffer::around(input);
+    loop {
+        let before_in = source.pos();
+        let before_out = sink.out.len();
+        let left = if sink.make_room() {
+            let pos = sink.out.len();
+            let mut dst = OutBuffer::around_pos(&mut *sink.out, pos);
+            ctx.decompress_stream(&mut dst, &mut source)
+        } else {
+            let mut probe = [0u8; 1];
+            let mut dst = OutBuffer::around(&mut probe);
+            let left = ctx.decompress_stream(&mut dst, &mut source);
+            if dst.pos() > 0 {
+                return Err(Failure::TooLarge);
+            }
+            left
         }
-        let mut source = InBuffer::around(input);
-        loop {
-            let before_in = source.pos();
-            let before_out = sink.out.len();
-            let left = if sink.make_room() {
-                let pos = sink.out.len();
-                let mut dst = OutBuffer::around_pos(&mut *sink.out, pos);
-                state.ctx.decompress_stream(&mut dst, &mut source)
-            } else {
-                let mut probe = [0u8; 1];
-                let mut dst = OutBuffer::around(&mut probe);
-                let left = state.ctx.decompress_stream(&mut dst, &mut source);
-                if dst.pos() > 0 {
-                    return Err(Failure::TooLarge);
-                }
-                left
+        .map_err(zstd_error)?;
+        sink.check()?;
+        if left == 0 {
+            // The frame is decoded and flushed.
+            return match input.len() - source.pos() {
+                0 => Ok(()),
+                rest => Err(Failure::Trailing(rest)),
+            };
+        }
+        if source.pos() == before_in && sink.out.len() == before_out {
+            return Err(Failure::corrupt("compressed data ends early"));
+        }
+    }
+}
+
+/// Inflates one deflate stream from the start of `input` with `state`
+/// (freshly reset), returning the bytes after its end.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+fn inflate_with<'a>(
+    state: &mut flate2::Decompress,
+    mut input: &'a [u8],
+    sink: &mut Sink<'_>,
+) -> Result<&'a [u8], Failure> {
+    use flate2::{FlushDecompress, Status as FlateStatus};
+
+    loop {
+        let before_in = state.total_in();
+        let before_out = state.total_out();
+        let status = if sink.make_room() {
+            state.decompress_vec(input, sink.out, FlushDecompress::None)
+        } else {
+            // At the limit: one more byte of output is a bomb; the end
+            // of the stream is fine.
+            let mut probe = [0u8; 1];
+            let status = state.decompress(input, &mut probe, FlushDecompress::None);
+            if state.total_out() > before_out {
+                return Err(Failure::TooLarge);
             }
-            .map_err(zstd_error)?;
-            sink.check()?;
-            if left == 0 {
-                // The frame is decoded and flushed.
-                return match input.len() - source.pos() {
-                    0 => Ok(()),
-                    rest => Err(Failure::Trailing(rest)),
-                };
-            }
-            if source.pos() == before_in && sink.out.len() == before_out {
+            status
+        }
+        .map_err(|error| Failure::Corrupt(error.to_string()))?;
+        sink.check()?;
+        let consumed = (state.total_in() - before_in) as usize;
+        let produced = state.total_out() - before_out;
+        input = &input[consumed..];
+        match status {
+            FlateStatus::StreamEnd => return Ok(input),
+            _ if consumed == 0 && produced == 0 => {
                 return Err(Failure::corrupt("compressed data ends early"));
             }
+            _ => {}
         }
     }
 }
@@ -673,6 +700,7 @@ mod tests {
     use std::io::{Read, Write};
 
     use super::*;
+    use crate::compression::CompressionLevel;
 
     const COMPRESSING: [CompressionEncoding; 3] = [
         CompressionEncoding::Gzip,
@@ -872,31 +900,117 @@ mod tests {
         }
     }
 
+    /// The pools are process-wide and tests run in parallel, so each
+    /// check uses a setting (level, window cap) no other test uses.
     #[test]
-    fn contexts_are_created_on_first_use_and_dropped_after_large_messages() {
-        for encoding in COMPRESSING {
-            let mut compressor = Compressor::new(Compression::new(encoding));
-            let mut decompressor = Decompressor::new(encoding);
-            let held = |c: &Compressor, d: &Decompressor| match encoding {
-                CompressionEncoding::Zstd => (c.zstd.is_some(), d.zstd.is_some()),
-                _ => (c.flate.is_some(), d.flate.is_some()),
-            };
-            assert_eq!(held(&compressor, &decompressor), (false, false));
-            let small = compress_with(&mut compressor, &sample(100, 6));
-            decompressor
-                .decompress(&small, &mut Vec::new(), 1 << 20)
-                .unwrap();
-            assert_eq!(held(&compressor, &decompressor), (true, true), "{encoding}");
-            let large = compress_with(&mut compressor, &sample(KEEP_CONTEXT_MAX + 1, 6));
-            decompressor
-                .decompress(&large, &mut Vec::new(), 1 << 20)
-                .unwrap();
-            assert_eq!(
-                held(&compressor, &decompressor),
-                (false, false),
-                "{encoding}"
-            );
+    fn contexts_go_back_to_the_pool_except_after_large_messages_and_errors() {
+        let zstd =
+            Compression::new(CompressionEncoding::Zstd).with_level(CompressionLevel::Precise(7));
+        let mut compressor = Compressor::new(zstd);
+        let mut decompressor = Decompressor::new(CompressionEncoding::Zstd);
+        // A 32 MiB limit caps the window at 2^25, a tag no other test uses.
+        let (limit, window) = (32 << 20, 25);
+        assert_eq!(zstd_window_log_max(limit), window);
+        let small = compress_with(&mut compressor, &sample(100, 6));
+        assert_eq!(ZSTD_COMPRESSORS.idle_with(7), 1, "given back, not held");
+        decompressor
+            .decompress(&small, &mut Vec::new(), limit)
+            .unwrap();
+        assert_eq!(ZSTD_DECOMPRESSORS.idle_with(window as i32), 1);
+        // Reused: the next small message takes the same one.
+        let again = compress_with(&mut compressor, &sample(100, 7));
+        decompressor
+            .decompress(&again, &mut Vec::new(), limit)
+            .unwrap();
+        assert_eq!(ZSTD_COMPRESSORS.idle_with(7), 1);
+        assert_eq!(ZSTD_DECOMPRESSORS.idle_with(window as i32), 1);
+        let large = compress_with(&mut compressor, &sample(KEEP_CONTEXT_MAX + 1, 6));
+        assert_eq!(ZSTD_COMPRESSORS.idle_with(7), 0, "grew with the message");
+        decompressor
+            .decompress(&large, &mut Vec::new(), limit)
+            .unwrap();
+        assert_eq!(ZSTD_DECOMPRESSORS.idle_with(window as i32), 0);
+        decompressor
+            .decompress(&small, &mut Vec::new(), limit)
+            .unwrap();
+        assert_eq!(ZSTD_DECOMPRESSORS.idle_with(window as i32), 1);
+        let mut corrupt = small.to_vec();
+        corrupt.truncate(corrupt.len() - 2);
+        decompressor
+            .decompress(&corrupt, &mut Vec::new(), limit)
+            .unwrap_err();
+        assert_eq!(
+            ZSTD_DECOMPRESSORS.idle_with(window as i32),
+            0,
+            "failed: dropped"
+        );
+
+        // libdeflate's compressor does not grow with the message: kept.
+        let gzip =
+            Compression::new(CompressionEncoding::Gzip).with_level(CompressionLevel::Precise(3));
+        let mut compressor = Compressor::new(gzip);
+        compress_with(&mut compressor, &sample(KEEP_CONTEXT_MAX + 1, 6));
+        compress_with(&mut compressor, &sample(100, 6));
+        assert_eq!(DEFLATERS.idle_with(3), 1);
+    }
+
+    /// Found by the decompress fuzz target: a zstd frame declaring 353
+    /// bytes, then an RLE block of 16,460. How much zstd decoded before
+    /// noticing depended on the buffers a pooled context had grown for
+    /// earlier frames, so the same payload was `resource_exhausted` on one
+    /// context and `internal` on another.
+    #[test]
+    fn a_zstd_frame_is_judged_on_its_declared_size_whatever_the_context_did_before() {
+        let lying = [
+            0x28, 0xb5, 0x2f, 0xfd, 0x50, 0x53, 0x61, 0x00, 0x62, 0x02, 0x02, 0x63, 0x01, 0x00,
+            0x00,
+        ];
+        let large = compress_with(
+            &mut Compressor::new(Compression::new(CompressionEncoding::Zstd)),
+            &sample(200_000, 8),
+        );
+        for (limit, code) in [(64, Code::ResourceExhausted), (1024, Code::Internal)] {
+            let mut seen = Vec::new();
+            for history in [false, true] {
+                let mut decompressor = Decompressor::new(CompressionEncoding::Zstd);
+                if history {
+                    // Grows the context's buffers (same window cap, so the
+                    // same pooled context when tests do not interleave).
+                    decompressor
+                        .decompress(&large, &mut Vec::new(), 1 << 20)
+                        .unwrap();
+                }
+                let err = decompressor
+                    .decompress(&lying, &mut Vec::new(), limit)
+                    .unwrap_err();
+                seen.push(err.code());
+            }
+            assert_eq!(seen, [code, code], "limit {limit}");
         }
+    }
+
+    #[test]
+    fn levels_map_to_libdeflate_and_every_level_round_trips() {
+        let input = sample(20_000, 9);
+        let mut sizes = Vec::new();
+        for level in [0, 1, 6, 9] {
+            for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Deflate] {
+                let compression =
+                    Compression::new(encoding).with_level(CompressionLevel::Precise(level));
+                let wire = compress_with(&mut Compressor::new(compression), &input);
+                assert_eq!(
+                    reference_decode(encoding, &wire),
+                    input,
+                    "{encoding} {level}"
+                );
+                if encoding == CompressionEncoding::Gzip {
+                    sizes.push(wire.len());
+                }
+            }
+        }
+        // Level 0 stores, 1 and up compress.
+        assert!(sizes[0] > input.len(), "{sizes:?}");
+        assert!(sizes[1] < input.len() / 2, "{sizes:?}");
     }
 
     #[test]

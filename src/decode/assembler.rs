@@ -100,8 +100,9 @@ fn ended_inside(header: EnvelopeHeader, remaining: usize) -> Status {
     ))
 }
 
-/// The stream's decompression: one context and one output buffer, both
-/// created on the first compressed message and reused for the next ones.
+/// The stream's decompression: a decompressor (which takes a pooled context
+/// per message) and one output buffer, both created on the first compressed
+/// message and reused for the next ones.
 #[derive(Debug, Default)]
 struct Inflate {
     decompressor: Option<Decompressor>,

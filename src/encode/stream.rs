@@ -31,8 +31,8 @@ pin_project! {
     /// cut on a 16 KiB frame boundary and the rest opens the next batch
     /// ([`EncodeConfig::with_batch_threshold`]), so HTTP/2 frames leave full.
     /// Each message gets its 5-byte prefix; compression is per message, with
-    /// one compression context for the whole stream, set up on its first
-    /// compressed message.
+    /// a context taken from a process-wide pool for the message and given
+    /// back after it, so an idle stream holds none.
     ///
     /// Errors:
     /// - a **source** error is yielded after the messages completed before it,
@@ -78,8 +78,8 @@ pin_project! {
         config: EncodeConfig,
         buffer: BatchBuffer,
         // Compressed messages are encoded here first, then compressed into
-        // `buffer` by the stream's one compression context; both are created
-        // on the first compressed message.
+        // `buffer` with a pooled context; created on the first compressed
+        // message.
         scratch: Option<(BatchBuffer, Compressor)>,
         // An error to yield after the batch just returned.
         error: Option<Status>,

@@ -1,0 +1,159 @@
+//! A process-wide pool of compression contexts, shared by every stream.
+//!
+//! A context is taken for one message and given back after it, so streams
+//! reuse contexts (no set-up per message) without one pinned per idle
+//! stream: the pool holds at most as many contexts of a kind as were in use
+//! at once, capped at [`MAX_IDLE`]. grpc-go pools its compressors the same
+//! way.
+
+use std::sync::Mutex;
+
+/// Idle contexts kept per pool; more given back at once are dropped.
+const MAX_IDLE: usize = 16;
+
+/// Idle contexts of one kind, each tagged with the setting it was made for
+/// (a compression level, say).
+pub(super) struct Pool<T> {
+    idle: Mutex<Vec<(i32, T)>>,
+}
+
+impl<T> Pool<T> {
+    pub(super) const fn new() -> Self {
+        Self {
+            idle: Mutex::new(Vec::new()),
+        }
+    }
+
+    /// An idle context made for `setting`, or a new one from `make`.
+    pub(super) fn take<E>(
+        &self,
+        setting: i32,
+        make: impl FnOnce() -> Result<T, E>,
+    ) -> Result<Lease<'_, T>, E> {
+        let found = self.lock().and_then(|mut idle| {
+            let index = idle.iter().rposition(|(tag, _)| *tag == setting)?;
+            Some(idle.swap_remove(index).1)
+        });
+        let context = match found {
+            Some(context) => context,
+            None => make()?,
+        };
+        Ok(Lease {
+            pool: self,
+            setting,
+            context: Some(context),
+        })
+    }
+
+    /// How many contexts are idle in the pool.
+    #[cfg(test)]
+    pub(super) fn idle(&self) -> usize {
+        self.lock().map_or(0, |idle| idle.len())
+    }
+
+    /// How many contexts made for `setting` are idle in the pool.
+    #[cfg(test)]
+    pub(super) fn idle_with(&self, setting: i32) -> usize {
+        self.lock().map_or(0, |idle| {
+            idle.iter().filter(|(tag, _)| *tag == setting).count()
+        })
+    }
+
+    fn give(&self, setting: i32, context: T) {
+        if let Some(mut idle) = self.lock()
+            && idle.len() < MAX_IDLE
+        {
+            idle.push((setting, context));
+        }
+    }
+
+    /// The idle list; `None` if a thread panicked holding it (the pool is
+    /// then bypassed rather than trusted).
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Vec<(i32, T)>>> {
+        self.idle.lock().ok()
+    }
+}
+
+/// A context taken from a [`Pool`]; given back when dropped unless
+/// [`discard`](Lease::discard)ed.
+pub(super) struct Lease<'a, T> {
+    pool: &'a Pool<T>,
+    setting: i32,
+    context: Option<T>,
+}
+
+impl<T> Lease<'_, T> {
+    /// Drops the context instead of giving it back: after an error, or a
+    /// message large enough that the context grew with it.
+    pub(super) fn discard(mut self) {
+        self.context = None;
+    }
+}
+
+impl<T> std::ops::Deref for Lease<'_, T> {
+    type Target = T;
+
+    fn deref(&self) -> &T {
+        // Present until `discard` or drop, which both consume the lease.
+        self.context.as_ref().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl<T> std::ops::DerefMut for Lease<'_, T> {
+    fn deref_mut(&mut self) -> &mut T {
+        self.context.as_mut().unwrap_or_else(|| unreachable!())
+    }
+}
+
+impl<T> Drop for Lease<'_, T> {
+    fn drop(&mut self) {
+        if let Some(context) = self.context.take() {
+            self.pool.give(self.setting, context);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn make(made: &mut usize) -> Result<usize, ()> {
+        *made += 1;
+        Ok(*made)
+    }
+
+    #[test]
+    fn contexts_are_reused_per_setting_and_discarded_ones_are_not() {
+        let pool = Pool::new();
+        let mut made = 0;
+        let first = *pool.take(6, || make(&mut made)).unwrap();
+        assert_eq!(pool.idle(), 1, "given back on drop");
+        assert_eq!(*pool.take(6, || make(&mut made)).unwrap(), first);
+        assert_eq!(made, 1, "reused, not made again");
+        // Another setting never gets a context made for a different one.
+        assert_eq!(*pool.take(1, || make(&mut made)).unwrap(), 2);
+        assert_eq!(pool.idle(), 2);
+        pool.take(6, || make(&mut made)).unwrap().discard();
+        assert_eq!(pool.idle(), 1, "a discarded context is dropped");
+        assert_eq!(*pool.take(6, || make(&mut made)).unwrap(), 3);
+    }
+
+    #[test]
+    fn the_pool_keeps_at_most_max_idle() {
+        let pool = Pool::new();
+        let mut made = 0;
+        let leases: Vec<_> = (0..MAX_IDLE + 5)
+            .map(|_| pool.take(0, || make(&mut made)).unwrap())
+            .collect();
+        assert_eq!(pool.idle(), 0, "all in use");
+        drop(leases);
+        assert_eq!(pool.idle(), MAX_IDLE);
+    }
+
+    #[test]
+    fn a_failed_make_is_reported() {
+        let pool: Pool<u8> = Pool::new();
+        assert!(pool.take(0, || Err::<u8, _>("no memory")).is_err());
+        assert_eq!(pool.idle(), 0);
+    }
+}
