@@ -53,7 +53,9 @@
 //!    naming the layer; every other call works as before.
 //!
 //! 5. Optionally, [`set_default_limits`] at start-up changes the receive
-//!    limit (and sets a send limit) for every stream.
+//!    limit (and sets a send limit) for every stream, and
+//!    [`set_default_batch_threshold`] the batch threshold of every response
+//!    (0: one message per batch).
 //!
 //! The rewrite fails the build, naming the file, if volo-build's output does
 //! not have the calls it expects, rather than leaving a service on the stock
@@ -105,7 +107,9 @@ pub use deflate_name::{
 #[cfg(feature = "volo")]
 pub use encode::{PilotaEncoder, encode, encode_with_config};
 #[cfg(feature = "volo")]
-pub use limits::{default_limits, set_default_limits};
+pub use limits::{
+    default_batch_threshold, default_limits, set_default_batch_threshold, set_default_limits,
+};
 #[cfg(feature = "volo")]
 pub use recv::{PilotaDecoder, RecvStream};
 #[cfg(feature = "volo")]

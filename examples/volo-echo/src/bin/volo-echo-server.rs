@@ -1,7 +1,7 @@
 //! Serves the Echo service on volo-grpc.
 //!
 //! ```text
-//! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]
+//! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--batch-threshold BYTES] [--report-memory]
 //! ```
 //!
 //! Without `--stock` the service runs through grpc-stream-codec's volo
@@ -10,9 +10,12 @@
 //! line `listening on ADDR` is printed once the socket is bound. With
 //! `--report-memory`, each `memory` line on standard input is answered with
 //! `live_bytes N` (heap bytes allocated since start-up, net of frees).
+//! `--batch-threshold BYTES` sets the adapter's soft batch threshold for
+//! every response (default 32 KiB; 0 sends each message as its own batch).
 //!
 //! Request metadata `x-fail-after: K` makes ServerStream and Bidi fail with
-//! `aborted` after K responses (see `volo_echo::EchoService`).
+//! `aborted` after K responses, and `x-pace-micros: G` paces ServerStream's
+//! responses G µs apart (see `volo_echo::EchoService`).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -26,13 +29,15 @@ mod live_alloc;
 #[global_allocator]
 static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
 
-const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]";
+const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] \
+[--batch-threshold BYTES] [--report-memory]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
     let mut listen: Option<SocketAddr> = None;
     let mut stock = false;
     let mut report_memory = false;
+    let mut batch_threshold: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -41,6 +46,10 @@ async fn main() -> ExitCode {
                 _ => return usage("--listen needs an address such as 127.0.0.1:50051"),
             },
             "--stock" => stock = true,
+            "--batch-threshold" => match args.next().map(|value| value.parse()) {
+                Some(Ok(bytes)) => batch_threshold = Some(bytes),
+                _ => return usage("--batch-threshold needs a number of bytes"),
+            },
             "--report-memory" => report_memory = true,
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -52,6 +61,12 @@ async fn main() -> ExitCode {
     let Some(listen) = listen else {
         return usage("--listen is required");
     };
+    if let Some(threshold) = batch_threshold {
+        if stock {
+            return usage("--batch-threshold sets the adapter's encoder; stock volo-grpc has none");
+        }
+        grpc_stream_codec::volo::set_default_batch_threshold(threshold);
+    }
 
     let (listener, addr) = match volo_echo::bind(listen).await {
         Ok(bound) => bound,
