@@ -47,12 +47,12 @@ def matrix_chart(source, target):
 
     with open(source) as f:
         data = json.load(f)
-    cells = [c for c in data["cells"] if c["section"] == "matrix" and c["median"]]
+    cells = [c for c in data["cells"] if c["section"] == "matrix" and c["representative"]]
     shapes = []
     for c in cells:
         if (c["count"], c["size"]) not in shapes:
             shapes.append((c["count"], c["size"]))
-    by_key = {(c["arm"], c["count"], c["size"]): c["median"] for c in cells}
+    by_key = {(c["arm"], c["count"], c["size"]): c["representative"] for c in cells}
     values = [m["server_us_per_message"] for m in by_key.values() if m["server_us_per_message"] > 0]
     if not values:
         sys.exit("no matrix cells in " + source)
@@ -118,7 +118,7 @@ def matrix_chart(source, target):
     settings = data.get("settings", {})
     out.append(
         f'<text x="{left}" y="{height - 12}" font-size="10" fill="#555">'
-        f'e2e-bench --matrix: median of {settings.get("rounds")} round(s), '
+        f'e2e-bench --matrix: median round of {settings.get("rounds")}, '
         f'{settings.get("window_s")} s windows per cell, raw HTTP/2 client</text>'
     )
     out.append("</svg>")

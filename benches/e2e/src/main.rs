@@ -114,7 +114,7 @@ impl MatrixFlags {
         if self.saturate {
             plans.push(matrix::Plan::saturated(self.saturate_streams, self.quota));
         }
-        (!plans.is_empty()).then(|| matrix::MatrixSettings {
+        (!plans.is_empty()).then_some(matrix::MatrixSettings {
             plans,
             arms: self.arms,
             warmup: self.warmup,

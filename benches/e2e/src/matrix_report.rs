@@ -7,13 +7,17 @@ use serde_json::{Value, json};
 
 use crate::h2client::Shape;
 use crate::matrix::{Cell, CellSample, MatrixArm, MatrixSettings, Section, Stack, Variant};
-use crate::measure::median;
 
-/// Medians over a cell's rounds, metric by metric.
+/// One cell's row: every metric from one representative round, the one
+/// whose server CPU per message is the median (the upper middle for an even
+/// number of rounds, so two rounds report the worse one), plus the range of
+/// that metric over all rounds. Taking each metric's own median would mix
+/// rounds within a row.
 #[derive(Clone, Copy, Debug)]
 struct Summary {
     messages_per_second: f64,
     server_us_per_message: f64,
+    server_us_per_message_range: (f64, f64),
     server_us_per_stream: f64,
     frames_per_stream: f64,
     first_p50: f64,
@@ -26,25 +30,27 @@ struct Summary {
 }
 
 fn summary(cell: &Cell) -> Option<Summary> {
-    if cell.samples.is_empty() {
-        return None;
-    }
+    let mut samples: Vec<&CellSample> = cell.samples.iter().collect();
+    samples.sort_by(|a, b| {
+        a.server_us_per_message()
+            .total_cmp(&b.server_us_per_message())
+    });
+    let (first, last) = (samples.first()?, samples.last()?);
+    let s = samples[samples.len() / 2];
     let count = cell.shape.count;
-    let of = |metric: fn(&CellSample, u32) -> f64| {
-        median(cell.samples.iter().map(|s| metric(s, count)).collect())
-    };
     Some(Summary {
-        messages_per_second: of(|s, _| s.messages_per_second()),
-        server_us_per_message: of(|s, _| s.server_us_per_message()),
-        server_us_per_stream: of(|s, count| s.server_us_per_stream(count)),
-        frames_per_stream: of(|s, count| s.frames_per_stream(count)),
-        first_p50: of(|s, _| s.first_p50),
-        first_p99: of(|s, _| s.first_p99),
-        whole_p50: of(|s, _| s.whole_p50),
-        whole_p99: of(|s, _| s.whole_p99),
-        server_share: of(|s, _| s.cpu.server_share),
-        client_share: of(|s, _| s.cpu.client_share),
-        compressed_fraction: of(|s, _| s.compressed_messages as f64 / s.messages.max(1) as f64),
+        messages_per_second: s.messages_per_second(),
+        server_us_per_message: s.server_us_per_message(),
+        server_us_per_message_range: (first.server_us_per_message(), last.server_us_per_message()),
+        server_us_per_stream: s.server_us_per_stream(count),
+        frames_per_stream: s.frames_per_stream(count),
+        first_p50: s.first_p50,
+        first_p99: s.first_p99,
+        whole_p50: s.whole_p50,
+        whole_p99: s.whole_p99,
+        server_share: s.cpu.server_share,
+        client_share: s.cpu.client_share,
+        compressed_fraction: s.compressed_messages as f64 / s.messages.max(1) as f64,
     })
 }
 
@@ -61,7 +67,7 @@ fn find<'a>(
 
 /// "256 B" / "4 KiB".
 pub fn size_label(bytes: u32) -> String {
-    if bytes >= 1024 && bytes % 1024 == 0 {
+    if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} B")
@@ -83,6 +89,16 @@ fn shape_label(shape: &Shape) -> String {
     label
 }
 
+/// Server µs per message, with its range over the rounds when they differ.
+fn per_message(s: &Summary) -> String {
+    let (low, high) = s.server_us_per_message_range;
+    if high > low {
+        format!("{:.2} ({low:.2}–{high:.2})", s.server_us_per_message)
+    } else {
+        format!("{:.2}", s.server_us_per_message)
+    }
+}
+
 fn ratio(baseline: f64, value: f64) -> String {
     if baseline.is_finite() && value.is_finite() && value > 0.0 {
         format!("{:.2}x", baseline / value)
@@ -99,11 +115,14 @@ fn ms(micros: f64) -> String {
     }
 }
 
-const HEADER: [&str; 12] = [
+const COLUMNS: usize = 13;
+
+const HEADER: [&str; COLUMNS] = [
     "shape",
     "arm",
     "msgs/s",
     "server µs/msg",
+    "server µs/stream",
     "vs stock",
     "DATA frames/stream",
     "first p50 ms",
@@ -115,7 +134,7 @@ const HEADER: [&str; 12] = [
 ];
 
 /// One row per (shape, arm) of a section.
-fn rows(cells: &[Cell], section: Section) -> Vec<[String; 12]> {
+fn rows(cells: &[Cell], section: Section) -> Vec<[String; COLUMNS]> {
     let mut shapes: Vec<Shape> = Vec::new();
     for cell in cells.iter().filter(|c| c.section == section) {
         if !shapes.contains(&cell.shape) {
@@ -130,7 +149,7 @@ fn rows(cells: &[Cell], section: Section) -> Vec<[String; 12]> {
         {
             let label = shape_label(shape);
             let Some(s) = summary(cell) else {
-                let mut row: [String; 12] = Default::default();
+                let mut row: [String; COLUMNS] = Default::default();
                 row[0] = label;
                 row[1] = cell.arm.key().into();
                 row[2] = format!("failed: {}", cell.error.as_deref().unwrap_or("no sample"));
@@ -148,7 +167,8 @@ fn rows(cells: &[Cell], section: Section) -> Vec<[String; 12]> {
                 label,
                 arm,
                 format!("{:.0}", s.messages_per_second),
-                format!("{:.2}", s.server_us_per_message),
+                per_message(&s),
+                format!("{:.1}", s.server_us_per_stream),
                 ratio(baseline, s.server_us_per_message),
                 format!("{:.1}", s.frames_per_stream),
                 ms(s.first_p50),
@@ -194,7 +214,7 @@ pub fn print_tables(cells: &[Cell]) {
             continue;
         }
         println!("\n{}", section_title(cells, section));
-        let widths: Vec<usize> = (0..12)
+        let widths: Vec<usize> = (0..COLUMNS)
             .map(|i| {
                 rows.iter()
                     .map(|r| r[i].chars().count())
@@ -234,7 +254,7 @@ pub fn markdown(cells: &[Cell]) -> String {
         }
         let _ = writeln!(out, "\n#### {}\n", section_title(cells, section));
         let _ = writeln!(out, "| {} |", HEADER.join(" | "));
-        let _ = writeln!(out, "|---|---|{}", "---:|".repeat(10));
+        let _ = writeln!(out, "|---|---|{}", "---:|".repeat(COLUMNS - 2));
         for row in rows {
             let _ = writeln!(out, "| {} |", row.join(" | "));
         }
@@ -305,7 +325,8 @@ fn sample_json(sample: &CellSample, count: u32) -> Value {
     })
 }
 
-/// Writes every sample and median as JSON, and the Markdown tables next to it.
+/// Writes every sample and each cell's representative round as JSON, and
+/// the Markdown tables next to it.
 pub fn write(settings: &MatrixSettings, cells: &[Cell], json_path: &Path) {
     let cells_json: Vec<Value> = cells
         .iter()
@@ -322,9 +343,10 @@ pub fn write(settings: &MatrixSettings, cells: &[Cell], json_path: &Path) {
                 "concurrency": cell.concurrency,
                 "server_quota": cell.server_quota,
                 "error": cell.error,
-                "median": s.map(|s| json!({
+                "representative": s.map(|s| json!({
                     "messages_per_second": s.messages_per_second,
                     "server_us_per_message": s.server_us_per_message,
+                    "server_us_per_message_range": [s.server_us_per_message_range.0, s.server_us_per_message_range.1],
                     "server_us_per_stream": s.server_us_per_stream,
                     "frames_per_stream": s.frames_per_stream,
                     "first_message_us": {"p50": s.first_p50, "p99": s.first_p99},
