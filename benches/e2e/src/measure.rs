@@ -1,9 +1,16 @@
 //! What the benchmark reads off the machine: CPU affinity, a process's CPU
 //! time and resident memory.
 
-/// Number of CPUs this process may run on.
+/// Number of CPUs online on the machine.
+///
+/// Not `available_parallelism`: that follows this process's affinity, which
+/// is one CPU once the client has pinned itself, and the servers, started
+/// after that, would then inherit the client's CPU instead of getting their
+/// own.
 pub fn cpu_count() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get())
+    // SAFETY: sysconf has no preconditions.
+    let online = unsafe { libc::sysconf(libc::_SC_NPROCESSORS_ONLN) };
+    usize::try_from(online).ok().filter(|&n| n > 0).unwrap_or(1)
 }
 
 /// Pins the current process (and the threads it starts later) to one CPU, if
