@@ -104,6 +104,8 @@ pub use message_decoder::ProstMessageDecoder;
 #[cfg(feature = "tonic")]
 pub use message_encoder::ProstMessageEncoder;
 #[cfg(feature = "tonic")]
+pub use server::{default_batch_threshold, set_default_batch_threshold};
+#[cfg(feature = "tonic")]
 pub use streaming::Streaming;
 #[cfg(feature = "tonic")]
 pub use tonic::codec::BufferSettings;

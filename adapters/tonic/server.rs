@@ -10,6 +10,7 @@
 use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_core::Stream;
 use http::header::CONTENT_TYPE;
@@ -35,8 +36,35 @@ use super::metadata::merge_metadata;
 use super::sources::StatusErrors;
 use super::streaming::Streaming;
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
-use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
+use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
+
+static BATCH_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_BATCH_THRESHOLD);
+
+/// Sets the soft batch threshold of every response that a [`Grpc`] created
+/// from now on writes (default 32 KiB,
+/// [`DEFAULT_BATCH_THRESHOLD`](crate::encode::DEFAULT_BATCH_THRESHOLD)).
+///
+/// Generated servers build their `Grpc` themselves for every call, so this
+/// process-wide default is how a service configures it. Ready messages are
+/// gathered into one batch until it holds at least this many bytes; 0 sends
+/// every message as a batch of its own.
+///
+/// ```
+/// use grpc_stream_codec::tonic::{default_batch_threshold, set_default_batch_threshold};
+///
+/// set_default_batch_threshold(0);
+/// assert_eq!(default_batch_threshold(), 0);
+/// # set_default_batch_threshold(grpc_stream_codec::encode::DEFAULT_BATCH_THRESHOLD);
+/// ```
+pub fn set_default_batch_threshold(threshold: usize) {
+    BATCH_THRESHOLD.store(threshold, Ordering::Relaxed);
+}
+
+/// The batch threshold new [`Grpc`]s get; see [`set_default_batch_threshold`].
+pub fn default_batch_threshold() -> usize {
+    BATCH_THRESHOLD.load(Ordering::Relaxed)
+}
 
 /// A client-streaming method, as generated code implements it: in place of
 /// `tonic::server::ClientStreamingService`, with this crate's
@@ -116,16 +144,19 @@ pub struct Grpc<C> {
     accept: EncodingSet,
     send: EncodingSet,
     limits: Limits,
+    batch_threshold: usize,
 }
 
 impl<C: FramingCodec> Grpc<C> {
-    /// A call handler using `codec`'s message types.
+    /// A call handler using `codec`'s message types, batching responses up
+    /// to [`default_batch_threshold`].
     pub fn new(_codec: C) -> Self {
         Grpc {
             codec: PhantomData,
             accept: EncodingSet::empty(),
             send: EncodingSet::empty(),
             limits: Limits::default(),
+            batch_threshold: default_batch_threshold(),
         }
     }
 
@@ -335,6 +366,7 @@ impl<C: FramingCodec> Grpc<C> {
         }
         let config = EncodeConfig::default()
             .with_compression(send.map(Compression::new))
+            .with_batch_threshold(self.batch_threshold)
             .with_limits(self.limits);
         let encoder = ProstMessageEncoder::<C::Encode>::default();
         let body = EncodeBody::server(EncodeStream::new(
@@ -372,6 +404,7 @@ impl<C> Clone for Grpc<C> {
             accept: self.accept,
             send: self.send,
             limits: self.limits,
+            batch_threshold: self.batch_threshold,
         }
     }
 }
@@ -382,6 +415,7 @@ impl<C> fmt::Debug for Grpc<C> {
             .field("accept", &self.accept)
             .field("send", &self.send)
             .field("limits", &self.limits)
+            .field("batch_threshold", &self.batch_threshold)
             .finish_non_exhaustive()
     }
 }

@@ -53,7 +53,9 @@
 //!    naming the layer; every other call works as before.
 //!
 //! 5. Optionally, [`set_default_limits`] at start-up changes the receive
-//!    limit (and sets a send limit) for every stream.
+//!    limit (and sets a send limit) for every stream, and
+//!    [`set_default_batch_threshold`] the batch threshold of every response
+//!    (0: one message per batch).
 //!
 //! 5. Optionally, a receive budget bounds what all streams together hold
 //!    for received messages ([`crate::budget`]): `layer_front(ReceiveBudgetLayer::new(budget))`
@@ -115,7 +117,9 @@ pub use deflate_name::{
 #[cfg(feature = "volo")]
 pub use encode::{PilotaEncoder, encode, encode_with_config};
 #[cfg(feature = "volo")]
-pub use limits::{default_limits, set_default_limits};
+pub use limits::{
+    default_batch_threshold, default_limits, set_default_batch_threshold, set_default_limits,
+};
 #[cfg(feature = "volo")]
 pub use recv::{PilotaDecoder, RecvStream};
 #[cfg(feature = "volo")]

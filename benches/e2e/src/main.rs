@@ -12,10 +12,25 @@
 //! ```text
 //! cargo run --release -p e2e-bench              # short default, about 2 minutes
 //! cargo run --release -p e2e-bench -- --full    # longer windows, more rounds
+//! cargo run --release -p e2e-bench -- --matrix  # batched vs unbatched vs stock
+//! cargo run --release -p e2e-bench -- --saturate
 //! ```
+//!
+//! `--matrix` drives seven servers (this crate batched at 32 KiB and
+//! unbatched at threshold 0, and stock, on volo-grpc and on tonic's full
+//! framing; bare hyper as the floor) with a raw HTTP/2 client that counts
+//! DATA frames and times every message: message size {64 B .. 64 KiB} ×
+//! messages per stream {1, 16, 256}, then gzip and zstd, then a paced
+//! source. `--saturate` runs the headline shape (16 × 256 B) with many
+//! streams in flight and the server held to part of its CPU, so the server
+//! is the bottleneck. Every row states both sides' CPU use.
 
 mod arms;
+mod h2client;
+mod matrix;
+mod matrix_report;
 mod measure;
+mod proto;
 mod report;
 mod server;
 mod workload;
@@ -36,20 +51,77 @@ pub struct Settings {
     arms: Vec<Arm>,
     json: PathBuf,
     build: bool,
+    matrix: Option<matrix::MatrixSettings>,
+    matrix_json: PathBuf,
 }
 
 fn usage() -> ! {
     eprintln!(
         "usage: e2e-bench [--full] [--rounds N] [--window SECS] [--warmup SECS]\n\
          \x20                [--arms a,b,..] [--memory-streams N] [--json PATH] [--no-build]\n\
-         arms: {}",
+         \x20      e2e-bench [--matrix] [--saturate] [--matrix-arms a,b,..] [--cell-window SECS]\n\
+         \x20                [--cell-warmup SECS] [--matrix-rounds N] [--matrix-streams N]\n\
+         \x20                [--saturate-streams N] [--server-quota SHARE|none] [--pace-micros N]\n\
+         \x20                [--sections matrix,compressed,paced]\n\
+         \x20                [--matrix-json PATH] [--no-build]\n\
+         arms: {}\n\
+         matrix arms: {}",
         Arm::ALL
+            .iter()
+            .map(|arm| arm.key())
+            .collect::<Vec<_>>()
+            .join(","),
+        matrix::MatrixArm::ALL
             .iter()
             .map(|arm| arm.key())
             .collect::<Vec<_>>()
             .join(",")
     );
     std::process::exit(2)
+}
+
+/// What `--matrix` / `--saturate` ask for, before the plans are built.
+struct MatrixFlags {
+    matrix: bool,
+    saturate: bool,
+    arms: Vec<matrix::MatrixArm>,
+    warmup: Duration,
+    window: Duration,
+    rounds: usize,
+    streams: usize,
+    saturate_streams: usize,
+    quota: Option<f64>,
+    pace_micros: u32,
+    sections: Vec<String>,
+}
+
+impl MatrixFlags {
+    fn settings(self) -> Option<matrix::MatrixSettings> {
+        let mut plans = Vec::new();
+        let wanted =
+            |name: &str| self.sections.is_empty() || self.sections.iter().any(|s| s == name);
+        if self.matrix {
+            if wanted("matrix") {
+                plans.push(matrix::Plan::matrix(self.streams));
+            }
+            if wanted("compressed") {
+                plans.push(matrix::Plan::compressed(self.streams));
+            }
+            if wanted("paced") {
+                plans.push(matrix::Plan::paced(self.streams, self.pace_micros));
+            }
+        }
+        if self.saturate {
+            plans.push(matrix::Plan::saturated(self.saturate_streams, self.quota));
+        }
+        (!plans.is_empty()).then_some(matrix::MatrixSettings {
+            plans,
+            arms: self.arms,
+            warmup: self.warmup,
+            window: self.window,
+            rounds: self.rounds,
+        })
+    }
 }
 
 fn parse_settings() -> Settings {
@@ -63,7 +135,24 @@ fn parse_settings() -> Settings {
         arms: Arm::ALL.to_vec(),
         json: root.join("target/e2e-bench.json"),
         build: true,
+        matrix: None,
+        matrix_json: root.join("target/e2e-matrix.json"),
     };
+    let mut flags = MatrixFlags {
+        matrix: false,
+        saturate: false,
+        arms: matrix::MatrixArm::ALL.to_vec(),
+        warmup: Duration::from_millis(300),
+        window: Duration::from_millis(1000),
+        rounds: 1,
+        streams: 16,
+        saturate_streams: 128,
+        quota: Some(0.5),
+        pace_micros: 1000,
+        sections: Vec::new(),
+    };
+    let seconds =
+        |value: String| Duration::from_secs_f64(value.parse().unwrap_or_else(|_| usage()));
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         let mut value = || args.next().unwrap_or_else(|| usage());
@@ -93,9 +182,44 @@ fn parse_settings() -> Settings {
             }
             "--json" => settings.json = PathBuf::from(value()),
             "--no-build" => settings.build = false,
+            "--matrix" => flags.matrix = true,
+            "--saturate" => flags.saturate = true,
+            "--matrix-arms" => {
+                flags.arms = value()
+                    .split(',')
+                    .map(|key| matrix::MatrixArm::from_key(key).unwrap_or_else(|| usage()))
+                    .collect()
+            }
+            "--cell-window" => flags.window = seconds(value()),
+            "--cell-warmup" => flags.warmup = seconds(value()),
+            "--matrix-rounds" => flags.rounds = value().parse().unwrap_or_else(|_| usage()),
+            "--matrix-streams" => flags.streams = value().parse().unwrap_or_else(|_| usage()),
+            "--saturate-streams" => {
+                flags.saturate_streams = value().parse().unwrap_or_else(|_| usage())
+            }
+            "--server-quota" => {
+                flags.quota = match value().as_str() {
+                    "none" => None,
+                    share => Some(share.parse().unwrap_or_else(|_| usage())),
+                }
+            }
+            "--pace-micros" => flags.pace_micros = value().parse().unwrap_or_else(|_| usage()),
+            "--sections" => {
+                flags.sections = value().split(',').map(str::to_owned).collect();
+                if let Some(bad) = flags
+                    .sections
+                    .iter()
+                    .find(|s| !["matrix", "compressed", "paced"].contains(&s.as_str()))
+                {
+                    eprintln!("unknown section {bad}");
+                    usage()
+                }
+            }
+            "--matrix-json" => settings.matrix_json = PathBuf::from(value()),
             _ => usage(),
         }
     }
+    settings.matrix = flags.settings();
     settings
 }
 
@@ -116,6 +240,12 @@ fn main() {
         .enable_all()
         .build()
         .expect("tokio runtime");
+    if let Some(matrix_settings) = &settings.matrix {
+        let cells = runtime.block_on(matrix::run(matrix_settings));
+        matrix_report::print_tables(&cells);
+        matrix_report::write(matrix_settings, &cells, &settings.matrix_json);
+        return;
+    }
     let results = runtime.block_on(workload::run_all(&settings));
     report::print_table(&results);
     report::write_json(&settings, &results);

@@ -14,6 +14,14 @@ fn medians(samples: &[Sample]) -> (f64, f64) {
     )
 }
 
+/// Median server and client CPU-seconds per second.
+fn cpu_shares(samples: &[Sample]) -> (f64, f64) {
+    (
+        median(samples.iter().map(|s| s.server_share).collect()),
+        median(samples.iter().map(|s| s.client_share).collect()),
+    )
+}
+
 fn find(results: &[ArmResults], arm: Arm) -> Option<&ArmResults> {
     results.iter().find(|result| result.arm == arm)
 }
@@ -33,8 +41,15 @@ fn ratio(value: f64, baseline: f64) -> String {
 pub fn print_table(results: &[ArmResults]) {
     println!();
     println!(
-        "{:<32} {:>8} {:>12} {:>9} {:>14} {:>9}",
-        "arm", "streams", "streams/s", "ratio", "server µs/str", "ratio"
+        "{:<32} {:>8} {:>12} {:>9} {:>14} {:>9} {:>10} {:>10}",
+        "arm",
+        "streams",
+        "streams/s",
+        "ratio",
+        "server µs/str",
+        "ratio",
+        "server CPU",
+        "client CPU"
     );
     for result in results {
         let baseline = find(results, result.arm.baseline());
@@ -43,33 +58,45 @@ pub fn print_table(results: &[ArmResults]) {
             let (base_rate, base_cpu) = baseline
                 .and_then(|b| b.streaming.iter().find(|(l, _)| l == level))
                 .map_or((f64::NAN, f64::NAN), |(_, s)| medians(s));
+            let (server_share, client_share) = cpu_shares(samples);
             println!(
-                "{:<32} {:>8} {:>12.0} {:>9} {:>14.1} {:>9}",
+                "{:<32} {:>8} {:>12.0} {:>9} {:>14.1} {:>9} {:>10.2} {:>10.2}",
                 result.arm.label(),
                 level,
                 rate,
                 ratio(rate, base_rate),
                 cpu,
-                ratio(base_cpu, cpu)
+                ratio(base_cpu, cpu),
+                server_share,
+                client_share
             );
         }
     }
     println!();
     println!(
-        "{:<32} {:>14} {:>9} {:>14} {:>9}",
-        "client-streaming (10 msgs)", "µs/stream", "ratio", "server µs/str", "ratio"
+        "{:<32} {:>14} {:>9} {:>14} {:>9} {:>10} {:>10}",
+        "client-streaming (10 msgs)",
+        "µs/stream",
+        "ratio",
+        "server µs/str",
+        "ratio",
+        "server CPU",
+        "client CPU"
     );
     for result in results {
         let (micros, cpu) = medians(&result.client_streaming);
         let (base_micros, base_cpu) = find(results, result.arm.baseline())
             .map_or((f64::NAN, f64::NAN), |b| medians(&b.client_streaming));
+        let (server_share, client_share) = cpu_shares(&result.client_streaming);
         println!(
-            "{:<32} {:>14.1} {:>9} {:>14.1} {:>9}",
+            "{:<32} {:>14.1} {:>9} {:>14.1} {:>9} {:>10.2} {:>10.2}",
             result.arm.label(),
             micros,
             ratio(base_micros, micros),
             cpu,
-            ratio(base_cpu, cpu)
+            ratio(base_cpu, cpu),
+            server_share,
+            client_share
         );
     }
     println!();
@@ -98,12 +125,20 @@ fn mib(bytes: u64) -> f64 {
 
 fn samples_json(samples: &[Sample]) -> Value {
     let (rate, cpu) = medians(samples);
+    let (server_share, client_share) = cpu_shares(samples);
     json!({
         "median_rate": rate,
         "median_server_cpu_us": cpu,
+        "median_server_cpu_share": server_share,
+        "median_client_cpu_share": client_share,
         "samples": samples
             .iter()
-            .map(|s| json!({"rate": s.rate, "server_cpu_us": s.server_cpu_us}))
+            .map(|s| json!({
+                "rate": s.rate,
+                "server_cpu_us": s.server_cpu_us,
+                "server_cpu_share": s.server_share,
+                "client_cpu_share": s.client_share,
+            }))
             .collect::<Vec<_>>(),
     })
 }

@@ -44,6 +44,12 @@ impl Server {
     /// runtime worker thread, and waits until it listens.
     pub fn start(arm: Arm) -> Server {
         let (binary, flags) = arm.command();
+        Server::spawn(binary, flags)
+    }
+
+    /// Starts `binary` (a binary of this workspace) with `flags`, as
+    /// [`Server::start`] does.
+    pub fn spawn<S: AsRef<std::ffi::OsStr>>(binary: &str, flags: &[S]) -> Server {
         let path = workspace_root().join("target/release").join(binary);
         let mut command = if crate::measure::cpu_count() > 1 {
             let mut command = Command::new("taskset");

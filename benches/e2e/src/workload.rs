@@ -9,16 +9,12 @@ use tonic::transport::{Channel, Endpoint};
 
 use crate::Settings;
 use crate::arms::Arm;
-use crate::measure::{process_cpu_micros, process_rss_bytes};
+use crate::measure::{CpuWindow, process_rss_bytes};
 use crate::server::Server;
 
-#[allow(clippy::all, missing_docs)]
-mod proto {
-    tonic::include_proto!("streamcodec.echo.v1");
-}
-
-use proto::EchoRequest;
-use proto::echo_client::EchoClient;
+use crate::proto;
+use crate::proto::EchoRequest;
+use crate::proto::echo_client::EchoClient;
 
 /// Messages per server-streaming call and their payload size: the workload
 /// of the published volo-grpc batching measurement.
@@ -38,6 +34,10 @@ pub struct Sample {
     pub rate: f64,
     /// Server CPU time per stream, in µs.
     pub server_cpu_us: f64,
+    /// Server CPU-seconds per second over the window.
+    pub server_share: f64,
+    /// Client (this process) CPU-seconds per second over the window.
+    pub client_share: f64,
 }
 
 /// Memory held by a server with many idle streams.
@@ -155,25 +155,22 @@ async fn server_streaming(
         }));
     }
     tokio::time::sleep(settings.warmup).await;
-    let (streams_before, cpu_before, started) = (
+    let (streams_before, window) = (
         completed.load(Ordering::Relaxed),
-        process_cpu_micros(server.pid()),
-        Instant::now(),
+        CpuWindow::start(server.pid()),
     );
     tokio::time::sleep(settings.window).await;
-    let (streams_after, cpu_after, elapsed) = (
-        completed.load(Ordering::Relaxed),
-        process_cpu_micros(server.pid()),
-        started.elapsed(),
-    );
+    let (streams_after, cpu) = (completed.load(Ordering::Relaxed), window.finish());
     stop.store(true, Ordering::Relaxed);
     for worker in workers {
         worker.await.expect("worker task");
     }
     let streams = (streams_after - streams_before).max(1) as f64;
     Sample {
-        rate: streams / elapsed.as_secs_f64(),
-        server_cpu_us: (cpu_after - cpu_before) as f64 / streams,
+        rate: streams / cpu.seconds,
+        server_cpu_us: cpu.server_us / streams,
+        server_share: cpu.server_share,
+        client_share: cpu.client_share,
     }
 }
 
@@ -203,19 +200,20 @@ async fn client_streaming(server: &Server, channel: &Channel, settings: &Setting
     while Instant::now() < warmup_end {
         one_call(&mut client).await;
     }
-    let cpu_before = process_cpu_micros(server.pid());
+    let window = CpuWindow::start(server.pid());
     let started = Instant::now();
     let mut calls = 0u64;
     while started.elapsed() < settings.window {
         one_call(&mut client).await;
         calls += 1;
     }
-    let elapsed = started.elapsed();
-    let cpu = process_cpu_micros(server.pid()) - cpu_before;
+    let cpu = window.finish();
     let calls = calls.max(1) as f64;
     Sample {
-        rate: elapsed.as_secs_f64() * 1e6 / calls,
-        server_cpu_us: cpu as f64 / calls,
+        rate: cpu.seconds * 1e6 / calls,
+        server_cpu_us: cpu.server_us / calls,
+        server_share: cpu.server_share,
+        client_share: cpu.client_share,
     }
 }
 

@@ -21,8 +21,8 @@ pub use client::{
     check_server_stream_expecting, check_unary, request_payload,
 };
 pub use service::{
-    EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, ResponseStream, bidi, client_stream,
-    fail_after, failure, server_stream, unary,
+    EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, PACE_MICROS, ResponseStream, bidi,
+    client_stream, fail_after, failure, pace, paced, server_stream, unary,
 };
 
 /// Messages and services generated with grpc-stream-codec's tonic codec.
@@ -95,6 +95,11 @@ pub struct ServeOptions {
     pub framing: Framing,
     /// Put grpc-stream-codec's request guard layer in front, in this mode.
     pub guard: Option<GuardMode>,
+    /// With the full framing: the soft batch threshold of every response in
+    /// bytes (0: one message per batch); `None` keeps the 32 KiB default.
+    /// Process-wide, through
+    /// [`set_default_batch_threshold`](grpc_stream_codec::tonic::set_default_batch_threshold).
+    pub batch_threshold: Option<usize>,
 }
 
 /// Serves the Echo service on `listener` as `options` say.
@@ -109,6 +114,9 @@ pub async fn serve_with(
             let _ = stream.set_nodelay(true);
         })
     });
+    if let Some(threshold) = options.batch_threshold {
+        grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
+    }
     let guard = options
         .guard
         .map(|mode| RequestGuardLayer::new().with_mode(mode));

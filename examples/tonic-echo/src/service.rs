@@ -2,6 +2,7 @@
 //! server trait.
 
 use std::pin::Pin;
+use std::time::Duration;
 
 use bytes::{Bytes, BytesMut};
 use grpc_stream_codec::tonic::Streaming as FullStreaming;
@@ -33,6 +34,33 @@ pub const FAIL_AFTER: &str = "x-fail-after";
 
 /// Trailing metadata sent with that failure; its value is the count.
 pub const FAIL_DETAIL: &str = "x-fail-detail";
+
+/// Request metadata that paces ServerStream: the first response is ready at
+/// once, each later one only this many microseconds after the one before
+/// (the benchmark's source whose messages are not all ready).
+pub const PACE_MICROS: &str = "x-pace-micros";
+
+/// The gap a request's [`PACE_MICROS`] metadata asks for, if it holds a
+/// number above 0.
+pub fn pace(metadata: &MetadataMap) -> Option<Duration> {
+    let micros: u64 = metadata
+        .get(PACE_MICROS)?
+        .to_str()
+        .ok()?
+        .trim()
+        .parse()
+        .ok()?;
+    (micros > 0).then(|| Duration::from_micros(micros))
+}
+
+/// `responses`, produced one at a time `gap` apart when a gap is given (the
+/// first at once), so an encoder finds the stream pending between them.
+pub fn paced(responses: ResponseStream, gap: Option<Duration>) -> ResponseStream {
+    match gap {
+        Some(gap) => Box::pin(responses.throttle(gap)),
+        None => responses,
+    }
+}
 
 /// The `x-fail-after` count of a request, if it has a valid one.
 pub fn fail_after(metadata: &MetadataMap) -> Option<u32> {
@@ -143,7 +171,9 @@ macro_rules! impl_echo {
                 &self,
                 request: Request<EchoRequest>,
             ) -> Result<Response<ResponseStream>, Status> {
-                server_stream(request.get_ref(), fail_after(request.metadata())).map(Response::new)
+                let gap = pace(request.metadata());
+                server_stream(request.get_ref(), fail_after(request.metadata()))
+                    .map(|responses| Response::new(paced(responses, gap)))
             }
 
             async fn client_stream(

@@ -30,6 +30,9 @@ use volo_grpc::codec::compression::{CompressionEncoding, GzipConfig, ZlibConfig,
 /// send `min(K, count)` responses and `Bidi` echo K requests, then fail
 /// (`Bidi` when request K+1 arrives) with [`failure`]: `aborted`,
 /// `failed after K messages`, trailing metadata `x-fail-detail: K`.
+///
+/// Request metadata `x-pace-micros: G` ([`PACE_MICROS`]) makes
+/// `ServerStream` produce its responses one at a time, G µs apart.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct EchoService {
     /// K for calls without `x-fail-after` metadata; the metadata wins.
@@ -42,6 +45,22 @@ pub const FAIL_AFTER: &str = "x-fail-after";
 
 /// Trailing metadata sent with that failure; its value is the count.
 pub const FAIL_DETAIL: &str = "x-fail-detail";
+
+/// Request metadata that paces `ServerStream`: the first response is ready
+/// at once, each later one only this many microseconds after the one before
+/// (the benchmark's source whose messages are not all ready).
+pub const PACE_MICROS: &str = "x-pace-micros";
+
+/// The gap a call's [`PACE_MICROS`] metadata asks for, if it holds a
+/// number above 0.
+pub fn pace_for(metadata: &volo_grpc::metadata::MetadataMap) -> Option<std::time::Duration> {
+    metadata
+        .get(PACE_MICROS)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.trim().parse::<u64>().ok())
+        .filter(|&micros| micros > 0)
+        .map(std::time::Duration::from_micros)
+}
 
 /// The largest `response_size` `ServerStream` honours: a gRPC peer's
 /// default receive limit, so no request makes the server allocate more per
@@ -291,6 +310,7 @@ macro_rules! flavour {
                 req: Request<EchoRequest>,
             ) -> Result<Response<BoxStream<'static, Result<EchoResponse, Status>>>, Status> {
                 let fail_after = self.fail_after_for(req.metadata());
+                let pace = crate::pace_for(req.metadata());
                 let req = req.into_inner();
                 if req.response_size > crate::MAX_RESPONSE_SIZE {
                     return Err(Status::resource_exhausted(format!(
@@ -302,6 +322,30 @@ macro_rules! flavour {
                 let count = req.response_count.max(1);
                 let size = req.response_size;
                 let sent = fail_after.map_or(count, |k| k.min(count));
+                let failed = stream::iter(
+                    fail_after
+                        .map(|_| crate::failure(sent))
+                        .map(Err::<EchoResponse, Status>),
+                );
+                if let Some(gap) = pace {
+                    // One response at a time: the encoder finds the source
+                    // pending between them.
+                    let paced = stream::unfold(0u32, move |seq| async move {
+                        if seq >= sent {
+                            return None;
+                        }
+                        if seq > 0 {
+                            tokio::time::sleep(gap).await;
+                        }
+                        let response = EchoResponse {
+                            payload: crate::server_stream_payload(seq, size),
+                            seq,
+                            ..Default::default()
+                        };
+                        Some((Ok(response), seq + 1))
+                    });
+                    return Ok(Response::new(paced.chain(failed).boxed()));
+                }
                 // A plain iterator: every response is ready at once, which is
                 // what batching is for.
                 let responses = stream::iter(0..sent)
@@ -311,11 +355,6 @@ macro_rules! flavour {
                         ..Default::default()
                     })
                     .map(Ok);
-                let failed = stream::iter(
-                    fail_after
-                        .map(|_| crate::failure(sent))
-                        .map(Err::<EchoResponse, Status>),
-                );
                 Ok(Response::new(responses.chain(failed).boxed()))
             }
 

@@ -1,13 +1,17 @@
 //! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full]
-//! [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]`
+//! [--batch-threshold BYTES] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, with its
 //! full framing under `--framing full`, or with tonic's stock codec under
 //! `--stock`; `--guard` puts grpc-stream-codec's
-//! request guard layer in front in the given mode. Prints `listening on ADDR`
+//! request guard layer in front in the given mode. `--batch-threshold`
+//! (full framing only) sets the soft batch threshold of every response in
+//! bytes (default 32 KiB; 0 sends each message as its own batch). Prints `listening on ADDR`
 //! on one line once bound, so scripts can pass port 0 and read the port back.
 //! With `--report-memory`, each `memory` line on standard input is answered
 //! with `live_bytes N` (heap bytes allocated since start-up, net of frees).
+//! Request metadata `x-pace-micros: G` paces ServerStream's responses G µs
+//! apart.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -23,7 +27,7 @@ mod live_alloc;
 static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--framing codec|full] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]";
+[--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]";
 
 struct Options {
     listen: SocketAddr,
@@ -54,6 +58,16 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                 serve.framing =
                     Framing::parse(&value).ok_or_else(|| format!("unknown --framing {value}"))?;
             }
+            "--batch-threshold" => {
+                let value = args
+                    .next()
+                    .ok_or("--batch-threshold needs a number of bytes")?;
+                serve.batch_threshold = Some(
+                    value
+                        .parse()
+                        .map_err(|e| format!("--batch-threshold {value}: {e}"))?,
+                );
+            }
             "--guard" => {
                 let value = args.next().ok_or("--guard needs pass or assemble")?;
                 serve.guard = Some(match value.as_str() {
@@ -80,6 +94,12 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     }
     if receive_budget.is_some() && serve.guard.is_some() {
         return Err("--receive-budget does not go with --guard".to_owned());
+    }
+    if serve.batch_threshold.is_some() && (serve.stock || serve.framing != Framing::Full) {
+        return Err(
+            "--batch-threshold needs --framing full (tonic's own framing has no such setting)"
+                .into(),
+        );
     }
     Ok(Options {
         listen: listen.ok_or("--listen is required")?,
@@ -119,6 +139,9 @@ async fn main() -> ExitCode {
         "codec: {codec}, guard: {:?}, receive budget: {:?}",
         options.serve.guard, options.receive_budget
     );
+    if let Some(threshold) = options.serve.batch_threshold {
+        grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
+    }
     let served = match options.receive_budget {
         Some(bytes) => {
             let budget = grpc_stream_codec::budget::SharedBudget::new(bytes);

@@ -1,7 +1,7 @@
 //! Serves the Echo service on volo-grpc.
 //!
 //! ```text
-//! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory]
+//! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--batch-threshold BYTES] [--report-memory]
 //!                  [--receive-budget BYTES [--budget-wait-ms MS]]
 //! ```
 //!
@@ -18,9 +18,12 @@
 //! `--budget-wait-ms` (default 30000); with `--report-memory` a `budget`
 //! line on standard input is answered with
 //! `budget_in_use N budget_waiting W budget_timed_out T`.
+//! `--batch-threshold BYTES` sets the adapter's soft batch threshold for
+//! every response (default 32 KiB; 0 sends each message as its own batch).
 //!
 //! Request metadata `x-fail-after: K` makes ServerStream and Bidi fail with
-//! `aborted` after K responses (see `volo_echo::EchoService`).
+//! `aborted` after K responses, and `x-pace-micros: G` paces ServerStream's
+//! responses G µs apart (see `volo_echo::EchoService`).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -34,8 +37,8 @@ mod live_alloc;
 #[global_allocator]
 static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
 
-const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] [--report-memory] \
-                     [--receive-budget BYTES [--budget-wait-ms MS]]";
+const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] \
+[--batch-threshold BYTES] [--report-memory] [--receive-budget BYTES [--budget-wait-ms MS]]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -44,6 +47,7 @@ async fn main() -> ExitCode {
     let mut report_memory = false;
     let mut receive_budget: Option<usize> = None;
     let mut budget_wait = grpc_stream_codec::budget::DEFAULT_MAX_WAIT;
+    let mut batch_threshold: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -52,6 +56,10 @@ async fn main() -> ExitCode {
                 _ => return usage("--listen needs an address such as 127.0.0.1:50051"),
             },
             "--stock" => stock = true,
+            "--batch-threshold" => match args.next().map(|value| value.parse()) {
+                Some(Ok(bytes)) => batch_threshold = Some(bytes),
+                _ => return usage("--batch-threshold needs a number of bytes"),
+            },
             "--report-memory" => report_memory = true,
             "--receive-budget" => match args.next().map(|value| value.parse()) {
                 Some(Ok(bytes)) => receive_budget = Some(bytes),
@@ -77,6 +85,12 @@ async fn main() -> ExitCode {
     let budget = receive_budget.map(|bytes| {
         grpc_stream_codec::budget::SharedBudget::new(bytes).with_max_wait(budget_wait)
     });
+    if let Some(threshold) = batch_threshold {
+        if stock {
+            return usage("--batch-threshold sets the adapter's encoder; stock volo-grpc has none");
+        }
+        grpc_stream_codec::volo::set_default_batch_threshold(threshold);
+    }
 
     let (listener, addr) = match volo_echo::bind(listen).await {
         Ok(bound) => bound,

@@ -1,0 +1,527 @@
+//! `--matrix` and `--saturate`: batched against unbatched against stock,
+//! over message sizes and stream lengths, driven by the raw HTTP/2 client
+//! ([`crate::h2client`]) so DATA frames are counted and each message timed.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::client::SendRequest;
+
+use crate::h2client::{self, Encoding, Observer, Shape};
+use crate::measure::{CpuUse, CpuWindow, Throttle};
+use crate::server::Server;
+
+/// Which server stack.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Stack {
+    /// volo-grpc (`volo-echo-server`).
+    Volo,
+    /// tonic; this crate's arms use its full framing.
+    Tonic,
+    /// hyper and prost, no framework (`bare-echo-server`): the floor.
+    Bare,
+}
+
+/// How the stack frames responses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Variant {
+    /// This crate, 32 KiB batch threshold (the default).
+    Batched,
+    /// This crate, threshold 0: one message per batch.
+    Unbatched,
+    /// The framework as shipped.
+    Stock,
+    /// The bare server: every response of a call in one buffer.
+    Floor,
+}
+
+/// One server of the matrix.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct MatrixArm {
+    /// The stack.
+    pub stack: Stack,
+    /// The framing.
+    pub variant: Variant,
+}
+
+impl MatrixArm {
+    /// Every arm, in report order.
+    pub const ALL: [MatrixArm; 7] = [
+        MatrixArm::new(Stack::Volo, Variant::Batched),
+        MatrixArm::new(Stack::Volo, Variant::Unbatched),
+        MatrixArm::new(Stack::Volo, Variant::Stock),
+        MatrixArm::new(Stack::Tonic, Variant::Batched),
+        MatrixArm::new(Stack::Tonic, Variant::Unbatched),
+        MatrixArm::new(Stack::Tonic, Variant::Stock),
+        MatrixArm::new(Stack::Bare, Variant::Floor),
+    ];
+
+    const fn new(stack: Stack, variant: Variant) -> MatrixArm {
+        MatrixArm { stack, variant }
+    }
+
+    /// Short name, for `--matrix-arms` and the JSON.
+    pub fn key(self) -> &'static str {
+        match (self.stack, self.variant) {
+            (Stack::Volo, Variant::Batched) => "volo-batched",
+            (Stack::Volo, Variant::Unbatched) => "volo-unbatched",
+            (Stack::Volo, _) => "volo-stock",
+            (Stack::Tonic, Variant::Batched) => "tonic-full-batched",
+            (Stack::Tonic, Variant::Unbatched) => "tonic-full-unbatched",
+            (Stack::Tonic, _) => "tonic-stock",
+            (Stack::Bare, _) => "bare-hyper",
+        }
+    }
+
+    /// Parses [`MatrixArm::key`].
+    pub fn from_key(key: &str) -> Option<MatrixArm> {
+        MatrixArm::ALL.into_iter().find(|arm| arm.key() == key)
+    }
+
+    /// The stock arm of the same stack (bare hyper compares with itself).
+    pub fn baseline(self) -> MatrixArm {
+        match self.stack {
+            Stack::Bare => self,
+            stack => MatrixArm::new(stack, Variant::Stock),
+        }
+    }
+
+    /// Whether the server honours compression and `x-pace-micros`.
+    pub fn full_service(self) -> bool {
+        self.stack != Stack::Bare
+    }
+
+    /// The server binary and its flags.
+    pub fn command(self) -> (&'static str, Vec<String>) {
+        let threshold = |bytes: usize| vec!["--batch-threshold".to_owned(), bytes.to_string()];
+        let batched = 32 * 1024;
+        match (self.stack, self.variant) {
+            (Stack::Volo, Variant::Batched) => ("volo-echo-server", threshold(batched)),
+            (Stack::Volo, Variant::Unbatched) => ("volo-echo-server", threshold(0)),
+            (Stack::Volo, _) => ("volo-echo-server", vec!["--stock".into()]),
+            (Stack::Tonic, Variant::Stock | Variant::Floor) => {
+                ("tonic-echo-server", vec!["--stock".into()])
+            }
+            (Stack::Tonic, variant) => {
+                let mut flags = vec!["--framing".to_owned(), "full".to_owned()];
+                flags.extend(threshold(if variant == Variant::Batched {
+                    batched
+                } else {
+                    0
+                }));
+                ("tonic-echo-server", flags)
+            }
+            (Stack::Bare, _) => ("bare-echo-server", Vec::new()),
+        }
+    }
+}
+
+/// The part of the report a measurement belongs to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Section {
+    /// Size × count, uncompressed, every message ready.
+    Matrix,
+    /// gzip and zstd.
+    Compressed,
+    /// Messages produced one at a time with a gap.
+    Paced,
+    /// The headline shape with the server as the bottleneck.
+    Saturated,
+}
+
+impl Section {
+    /// Name in the JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Section::Matrix => "matrix",
+            Section::Compressed => "compressed",
+            Section::Paced => "paced",
+            Section::Saturated => "saturated",
+        }
+    }
+}
+
+/// How one section is run.
+#[derive(Clone, Debug)]
+pub struct Plan {
+    /// Which section.
+    pub section: Section,
+    /// The shapes, in report order.
+    pub shapes: Vec<Shape>,
+    /// Streams in flight.
+    pub concurrency: usize,
+    /// HTTP/2 connections they share.
+    pub connections: usize,
+    /// Limit the server to this share of its CPU ([`Throttle`]).
+    pub server_quota: Option<f64>,
+}
+
+/// The settings of a matrix run.
+#[derive(Clone, Debug)]
+pub struct MatrixSettings {
+    /// Sections to run.
+    pub plans: Vec<Plan>,
+    /// Arms to run.
+    pub arms: Vec<MatrixArm>,
+    /// Warm-up per cell.
+    pub warmup: Duration,
+    /// Measured window per cell.
+    pub window: Duration,
+    /// Rounds (arms alternate order); medians are reported.
+    pub rounds: usize,
+}
+
+const SIZES: [u32; 6] = [64, 256, 1024, 4096, 16 * 1024, 64 * 1024];
+const COUNTS: [u32; 3] = [1, 16, 256];
+
+fn shape(size: u32, count: u32) -> Shape {
+    Shape {
+        size,
+        count,
+        compression: None,
+        pace_micros: 0,
+    }
+}
+
+impl Plan {
+    /// Every size × count, uncompressed and ready.
+    pub fn matrix(concurrency: usize) -> Plan {
+        Plan {
+            section: Section::Matrix,
+            shapes: COUNTS
+                .iter()
+                .flat_map(|&count| SIZES.iter().map(move |&size| shape(size, count)))
+                .collect(),
+            concurrency,
+            connections: 4,
+            server_quota: None,
+        }
+    }
+
+    /// gzip and zstd for 16 × 256 B and 16 × 4 KiB.
+    pub fn compressed(concurrency: usize) -> Plan {
+        let mut shapes = Vec::new();
+        for encoding in [Encoding::Gzip, Encoding::Zstd] {
+            for size in [256, 4096] {
+                shapes.push(Shape {
+                    compression: Some(encoding),
+                    ..shape(size, 16)
+                });
+            }
+        }
+        Plan {
+            section: Section::Compressed,
+            shapes,
+            concurrency,
+            connections: 4,
+            server_quota: None,
+        }
+    }
+
+    /// 16 messages of 256 B and 4 KiB, one every `gap_micros`.
+    pub fn paced(concurrency: usize, gap_micros: u32) -> Plan {
+        Plan {
+            section: Section::Paced,
+            shapes: [256, 4096]
+                .into_iter()
+                .map(|size| Shape {
+                    pace_micros: gap_micros,
+                    ..shape(size, 16)
+                })
+                .collect(),
+            concurrency,
+            connections: 4,
+            server_quota: None,
+        }
+    }
+
+    /// The headline shape (16 × 256 B) with many streams in flight, and the
+    /// server held to `quota` of its CPU when given.
+    pub fn saturated(concurrency: usize, quota: Option<f64>) -> Plan {
+        Plan {
+            section: Section::Saturated,
+            shapes: vec![shape(256, 16)],
+            concurrency,
+            connections: 8,
+            server_quota: quota,
+        }
+    }
+}
+
+/// Response bytes in flight the matrix allows: streams of 16 MiB run 2 at
+/// a time instead of 16, so a window still completes enough of them to
+/// read latencies from.
+const IN_FLIGHT_BYTES: u64 = 32 * 1024 * 1024;
+
+/// Streams in flight for `shape` under a plan that asks for `wanted`.
+pub fn concurrency_for(shape: &Shape, wanted: usize) -> usize {
+    let stream_bytes = u64::from(shape.size.max(1)) * u64::from(shape.count.max(1));
+    let fits = (IN_FLIGHT_BYTES / stream_bytes).max(2) as usize;
+    wanted.min(fits).max(1)
+}
+
+/// One measured window of one arm on one shape.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct CellSample {
+    /// Streams completed in the window.
+    pub streams: u64,
+    /// Messages received in the window.
+    pub messages: u64,
+    /// Of them, with the compressed flag.
+    pub compressed_messages: u64,
+    /// DATA frames received in the window.
+    pub frames: u64,
+    /// CPU of both sides over the window.
+    pub cpu: CpuUse,
+    /// Latency to the first message, µs: p50, p99.
+    pub first_p50: f64,
+    /// See `first_p50`.
+    pub first_p99: f64,
+    /// Latency of the whole stream, µs: p50, p99.
+    pub whole_p50: f64,
+    /// See `whole_p50`.
+    pub whole_p99: f64,
+}
+
+impl CellSample {
+    /// Server CPU per message, µs.
+    pub fn server_us_per_message(&self) -> f64 {
+        self.cpu.server_us / self.messages.max(1) as f64
+    }
+
+    /// Server CPU per stream, µs.
+    pub fn server_us_per_stream(&self, count: u32) -> f64 {
+        self.server_us_per_message() * count.max(1) as f64
+    }
+
+    /// DATA frames per stream: frames over the streams' worth of messages
+    /// that arrived in the same window.
+    pub fn frames_per_stream(&self, count: u32) -> f64 {
+        self.frames as f64 * count.max(1) as f64 / self.messages.max(1) as f64
+    }
+
+    /// Messages per second.
+    pub fn messages_per_second(&self) -> f64 {
+        self.messages as f64 / self.cpu.seconds.max(1e-9)
+    }
+}
+
+/// Every sample of one (section, shape, arm).
+#[derive(Clone, Debug)]
+pub struct Cell {
+    /// The section.
+    pub section: Section,
+    /// The shape.
+    pub shape: Shape,
+    /// The arm.
+    pub arm: MatrixArm,
+    /// Streams in flight.
+    pub concurrency: usize,
+    /// Server CPU quota, if throttled.
+    pub server_quota: Option<f64>,
+    /// One per round.
+    pub samples: Vec<CellSample>,
+    /// A call that failed, if any (the cell then has no sample).
+    pub error: Option<String>,
+}
+
+/// Runs every plan for every arm and round.
+pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
+    let mut cells = Vec::new();
+    for plan in &settings.plans {
+        for shape in &plan.shapes {
+            for &arm in &settings.arms {
+                if shape_needs_full_service(shape) && !arm.full_service() {
+                    continue;
+                }
+                cells.push(Cell {
+                    section: plan.section,
+                    shape: *shape,
+                    arm,
+                    concurrency: concurrency_for(shape, plan.concurrency),
+                    server_quota: plan.server_quota,
+                    samples: Vec::new(),
+                    error: None,
+                });
+            }
+        }
+    }
+    for round in 0..settings.rounds {
+        let mut arms = settings.arms.clone();
+        if round % 2 == 1 {
+            arms.reverse();
+        }
+        for arm in arms {
+            eprintln!(
+                "matrix round {}/{}: {}",
+                round + 1,
+                settings.rounds,
+                arm.key()
+            );
+            let (binary, flags) = arm.command();
+            let server = Server::spawn(binary, &flags);
+            for plan in &settings.plans {
+                let connections = match connect_all(&server.addr, plan.connections).await {
+                    Ok(connections) => connections,
+                    Err(err) => panic!("{}: {err}", arm.key()),
+                };
+                for cell in cells
+                    .iter_mut()
+                    .filter(|cell| cell.arm == arm && cell.section == plan.section)
+                {
+                    if cell.error.is_some() {
+                        continue;
+                    }
+                    let throttle = plan
+                        .server_quota
+                        .map(|share| Throttle::start(server.pid(), share));
+                    let measured = run_cell(
+                        &server,
+                        &connections,
+                        &cell.shape,
+                        cell.concurrency,
+                        settings,
+                    )
+                    .await;
+                    drop(throttle);
+                    match measured {
+                        Ok(sample) => cell.samples.push(sample),
+                        Err(err) => {
+                            eprintln!("  {} {:?}: {err}", arm.key(), cell.shape);
+                            cell.error = Some(err);
+                        }
+                    }
+                }
+            }
+        }
+    }
+    cells
+}
+
+fn shape_needs_full_service(shape: &Shape) -> bool {
+    shape.compression.is_some() || shape.pace_micros > 0
+}
+
+async fn connect_all(addr: &str, count: usize) -> Result<Vec<SendRequest<Bytes>>, String> {
+    let mut connections = Vec::with_capacity(count);
+    for _ in 0..count {
+        connections.push(h2client::connect(addr).await?);
+    }
+    Ok(connections)
+}
+
+/// Counters shared by a cell's workers; they count only while `measuring`.
+#[derive(Default)]
+struct Counters {
+    measuring: AtomicBool,
+    stop: AtomicBool,
+    frames: AtomicU64,
+    messages: AtomicU64,
+    compressed: AtomicU64,
+    streams: AtomicU64,
+    first: Mutex<Vec<u32>>,
+    whole: Mutex<Vec<u32>>,
+}
+
+impl Observer for Counters {
+    fn data_frame(&self) {
+        if self.measuring.load(Ordering::Relaxed) {
+            self.frames.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    fn message(&self, compressed: bool) {
+        if self.measuring.load(Ordering::Relaxed) {
+            self.messages.fetch_add(1, Ordering::Relaxed);
+            if compressed {
+                self.compressed.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// `concurrency` closed-loop callers for warm-up plus one window.
+async fn run_cell(
+    server: &Server,
+    connections: &[SendRequest<Bytes>],
+    shape: &Shape,
+    concurrency: usize,
+    settings: &MatrixSettings,
+) -> Result<CellSample, String> {
+    let counters = Arc::new(Counters::default());
+    let body = h2client::request_body(shape);
+    let mut workers = Vec::with_capacity(concurrency);
+    for worker in 0..concurrency {
+        let send = connections[worker % connections.len()].clone();
+        let authority = server.addr.clone();
+        let counters = counters.clone();
+        let (shape, body) = (*shape, body.clone());
+        workers.push(tokio::spawn(async move {
+            let (mut first, mut whole) = (Vec::new(), Vec::new());
+            while !counters.stop.load(Ordering::Relaxed) {
+                let stats = h2client::server_stream(
+                    &send,
+                    &authority,
+                    &shape,
+                    body.clone(),
+                    counters.as_ref(),
+                )
+                .await?;
+                if counters.measuring.load(Ordering::Relaxed) {
+                    counters.streams.fetch_add(1, Ordering::Relaxed);
+                    first.push(stats.first_message.as_micros() as u32);
+                    whole.push(stats.whole_stream.as_micros() as u32);
+                }
+            }
+            counters
+                .first
+                .lock()
+                .map_err(|e| e.to_string())?
+                .extend(first);
+            counters
+                .whole
+                .lock()
+                .map_err(|e| e.to_string())?
+                .extend(whole);
+            Ok::<(), String>(())
+        }));
+    }
+    tokio::time::sleep(settings.warmup).await;
+    counters.measuring.store(true, Ordering::Relaxed);
+    let window = CpuWindow::start(server.pid());
+    tokio::time::sleep(settings.window).await;
+    counters.measuring.store(false, Ordering::Relaxed);
+    let cpu = window.finish();
+    counters.stop.store(true, Ordering::Relaxed);
+    let mut failure = None;
+    for worker in workers {
+        match worker.await {
+            Ok(Ok(())) => {}
+            Ok(Err(err)) => failure = Some(err),
+            Err(err) => failure = Some(format!("worker panicked: {err}")),
+        }
+    }
+    if let Some(err) = failure {
+        return Err(err);
+    }
+    let sorted = |samples: &Mutex<Vec<u32>>| {
+        let mut samples = samples.lock().map(|s| s.clone()).unwrap_or_default();
+        samples.sort_unstable();
+        samples
+    };
+    let (first, whole) = (sorted(&counters.first), sorted(&counters.whole));
+    use crate::measure::quantile;
+    Ok(CellSample {
+        streams: counters.streams.load(Ordering::Relaxed),
+        messages: counters.messages.load(Ordering::Relaxed),
+        compressed_messages: counters.compressed.load(Ordering::Relaxed),
+        frames: counters.frames.load(Ordering::Relaxed),
+        cpu,
+        first_p50: quantile(&first, 0.5),
+        first_p99: quantile(&first, 0.99),
+        whole_p50: quantile(&whole, 0.5),
+        whole_p99: quantile(&whole, 0.99),
+    })
+}
