@@ -43,7 +43,7 @@ static BATCH_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_BATCH_THRESHOLD);
 
 /// Sets the soft batch threshold of every response that a [`Grpc`] created
 /// from now on writes (default 32 KiB,
-/// [`DEFAULT_BATCH_THRESHOLD`](crate::encode::DEFAULT_BATCH_THRESHOLD)).
+/// [`DEFAULT_BATCH_THRESHOLD`]).
 ///
 /// Generated servers build their `Grpc` themselves for every call, so this
 /// process-wide default is how a service configures it. Ready messages are
