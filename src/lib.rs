@@ -13,6 +13,7 @@
 //! The core names no framework and no runtime. The adapters for tonic and
 //! volo-grpc live behind the `tonic` and `volo` cargo features.
 #![warn(missing_docs)]
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod boundary;
 pub mod budget;

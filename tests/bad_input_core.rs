@@ -6,10 +6,6 @@
 //! The assembler-level cases (each error text, terminal state) are in
 //! `decode_errors.rs`; here every body goes through `Streaming`.
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use std::convert::Infallible;
 use std::pin::Pin;
 use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
@@ -26,10 +22,10 @@ use grpc_stream_codec::{Code, Limits, Status};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body::Frame;
 use http_body_util::StreamBody;
-use support::counting_alloc::{CountingAlloc, Usage, global_peak, measure, reset_global_peak};
+use test_support::alloc::{CountingAlloc, Usage, global_peak, measure, reset_global_peak};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 /// The process-wide peak is only meaningful while nothing else allocates:
 /// the test that reads it takes this lock for writing, every other test

@@ -2,19 +2,15 @@
 //! is allocated, a kept message stays counted until its last handle is
 //! dropped, and the budget costs at most one allocation per message.
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use bytes::Bytes;
 use grpc_stream_codec::Limits;
 use grpc_stream_codec::budget::SharedBudget;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::EnvelopeHeader;
-use support::counting_alloc::{CountingAlloc, measure};
+use test_support::alloc::{CountingAlloc, measure};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const KIB: usize = 1024;
 const MIB: usize = 1024 * KIB;

@@ -3,10 +3,6 @@
 //! costs no allocation on either side; and none for a stream that does not
 //! compress.
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use std::cell::Cell;
 use std::pin::Pin;
 use std::rc::Rc;
@@ -21,10 +17,10 @@ use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
 use grpc_stream_codec::envelope::EnvelopeHeader;
 use grpc_stream_codec::{Compression, CompressionEncoding, Limits, Status};
 use linkedbytes::LinkedBytes;
-use support::counting_alloc::{Usage, measure};
+use test_support::alloc::{Usage, measure};
 
 #[global_allocator]
-static ALLOC: support::counting_alloc::CountingAlloc = support::counting_alloc::CountingAlloc;
+static ALLOC: test_support::alloc::CountingAlloc = test_support::alloc::CountingAlloc::ALWAYS;
 
 struct Copying;
 

@@ -1,18 +1,14 @@
 //! Memory and allocations of the receive side, measured with a counting
 //! global allocator.
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use bytes::Bytes;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler, SLAB_SIZE};
 use grpc_stream_codec::envelope::EnvelopeHeader;
 use grpc_stream_codec::{Code, Limits};
-use support::counting_alloc::{CountingAlloc, Usage, measure};
+use test_support::alloc::{CountingAlloc, Usage, measure};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const MIB: usize = 1024 * 1024;
 

@@ -1,9 +1,5 @@
 //! Allocation cost of `EncodeStream`, measured with a counting allocator.
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
@@ -12,10 +8,10 @@ use futures_core::Stream;
 use grpc_stream_codec::Status;
 use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
 use linkedbytes::LinkedBytes;
-use support::counting_alloc::{CountingAlloc, measure};
+use test_support::alloc::{CountingAlloc, measure};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 /// Copies the payload in, as a generated encoder does with small fields.
 struct Copying;

@@ -1,15 +1,11 @@
 //! Allocation behaviour of `Status`, measured with a counting allocator.
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use grpc_stream_codec::{Code, Status};
 use http::{HeaderMap, HeaderValue};
-use support::counting_alloc::{CountingAlloc, measure};
+use test_support::alloc::{CountingAlloc, measure};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 #[inline(never)]
 fn fails() -> Result<u64, Status> {

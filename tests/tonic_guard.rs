@@ -2,10 +2,6 @@
 //! decoder: what tonic does with and without the guard.
 #![cfg(feature = "tonic")]
 
-mod support {
-    pub mod counting_alloc;
-}
-
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -15,11 +11,11 @@ use futures_util::StreamExt;
 use grpc_stream_codec::Limits;
 use grpc_stream_codec::tonic::guard::{GuardConfig, GuardMode, GuardedBody};
 use http_body::{Body, Frame};
-use support::counting_alloc::{CountingAlloc, measure};
+use test_support::alloc::{CountingAlloc, measure};
 use tonic::codec::{DecodeBuf, Decoder, Streaming};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const MIB: usize = 1024 * 1024;
 const MODES: [GuardMode; 2] = [GuardMode::PassThrough, GuardMode::Assembling];

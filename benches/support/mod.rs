@@ -26,7 +26,7 @@ pub fn print_allocs_per_message(label: &str, rounds: usize, mut run: impl FnMut(
     println!(
         "alloc/msg {label}: {:.3} ({:.0} B/msg)",
         usage.allocations as f64 / messages as f64,
-        usage.bytes as f64 / messages as f64,
+        usage.allocated_bytes as f64 / messages as f64,
     );
 }
 

@@ -22,12 +22,11 @@ use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 
-#[path = "../../shared/live_alloc.rs"]
-#[allow(dead_code)]
-mod live_alloc;
+use test_support::alloc as live_alloc;
+use test_support::settle::settle_live_bytes;
 
 #[global_allocator]
-static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
+static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 /// Cancelled streams per server, half client-streaming and half bidi.
 const CANCELLED: usize = 1000;
@@ -57,27 +56,6 @@ async fn until(what: &str, done: impl Fn() -> bool) {
         }
     })
     .await;
-}
-
-/// Waits until live bytes stop moving (under 16 KiB over ten polls in a
-/// row, or about 20 s at most) and returns them.
-async fn settled_live_bytes() -> isize {
-    let mut last = live_alloc::live_bytes();
-    let mut stable = 0;
-    for _ in 0..400 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = live_alloc::live_bytes();
-        if now.abs_diff(last) < 16 * 1024 {
-            stable += 1;
-            if stable == 10 {
-                return now;
-            }
-        } else {
-            stable = 0;
-        }
-        last = now;
-    }
-    last
 }
 
 fn payload(size: usize) -> Option<Payload> {
@@ -195,7 +173,7 @@ fn cancelled_streams_on(arm: Arm) -> Leftovers {
         cancel_streams(&client, &stats, WARM_UP).await;
         all_closed(WARM_UP).await;
         let tasks_before = server.metrics().num_alive_tasks();
-        let live_before = settled_live_bytes().await;
+        let live_before = settle_live_bytes(16 * 1024).await;
 
         cancel_streams(&client, &stats, CANCELLED).await;
         all_closed(WARM_UP + CANCELLED).await;
@@ -208,7 +186,7 @@ fn cancelled_streams_on(arm: Arm) -> Leftovers {
             tokio::time::sleep(Duration::from_millis(50)).await;
             tasks_after = server.metrics().num_alive_tasks();
         }
-        let live_after = settled_live_bytes().await;
+        let live_after = settle_live_bytes(16 * 1024).await;
         drop(client);
         Leftovers {
             opened: stats.opened(),

@@ -4,19 +4,17 @@
 //! code tonic actually answers with, and that the server keeps serving.
 //! Framing cases (limits, truncation, flags) are in `guard.rs`.
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
 #[path = "support/raw.rs"]
 mod raw;
 
 use std::net::SocketAddr;
 
 use bytes::Bytes;
-use counting_alloc::{CountingAlloc, global_peak, reset_global_peak};
 use grpc_stream_codec::compression::{Compression, CompressionEncoding as Encoding};
 use grpc_stream_codec::tonic::guard::GuardMode;
 use prost::Message;
 use raw::{CLIENT_STREAM, LIMIT, UNARY, envelope, message};
+use test_support::alloc::{CountingAlloc, global_peak, reset_global_peak};
 use tokio::sync::Mutex;
 use tokio::task::JoinHandle;
 use tonic::Code;
@@ -24,7 +22,7 @@ use tonic_echo::ServeOptions;
 use tonic_echo::adapter::{EchoRequest, EchoResponse};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 /// The bomb test reads the process-wide peak: no other test may run beside it.
 static SERIAL: Mutex<()> = Mutex::const_new(());

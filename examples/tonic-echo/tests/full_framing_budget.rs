@@ -10,6 +10,7 @@ mod raw;
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
+use test_support::settle::settle;
 
 use bytes::Bytes;
 use grpc_stream_codec::budget::SharedBudget;
@@ -28,28 +29,6 @@ struct Stalled {
     send: SendStream<Bytes>,
     rest: Bytes,
     response: ResponseFuture,
-}
-
-/// Waits until `sample` stops changing for `quiet` (at most `limit`).
-async fn settle<T: PartialEq + Copy>(
-    quiet: Duration,
-    limit: Duration,
-    sample: impl Fn() -> T,
-) -> T {
-    let start = Instant::now();
-    let mut last = sample();
-    let mut since = Instant::now();
-    while start.elapsed() < limit {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = sample();
-        if now != last {
-            last = now;
-            since = Instant::now();
-        } else if since.elapsed() >= quiet {
-            break;
-        }
-    }
-    last
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -7,8 +7,6 @@
 //! and clients over 127.0.0.1; every check runs against stock tonic too, in
 //! the same test, so a difference between the two shows.
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
 #[path = "support/raw.rs"]
 mod raw;
 
@@ -20,10 +18,11 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::{Buf, Bytes};
-use counting_alloc::{CountingAlloc, global_live};
 use http::HeaderMap;
 use http_body_util::{BodyExt, Full};
 use prost::Message;
+use test_support::alloc::CountingAlloc;
+use test_support::settle::settle_live_bytes;
 use tokio::net::TcpListener;
 use tokio::sync::{Notify, RwLock, RwLockReadGuard, RwLockWriteGuard, mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -46,7 +45,7 @@ use tonic_health::pb::health_client::HealthClient;
 use tower::Service;
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 /// Every test holds this: shared by most, alone by the one that counts
 /// process-wide live bytes, so no other test allocates while it measures.
@@ -1073,27 +1072,6 @@ async fn deadlines_end_waiting_handlers_as_tonic_does() {
 const CANCELLED: usize = 1000;
 const WARM_UP: usize = 100;
 
-/// Waits until live bytes stop moving (less than 16 KiB over ten polls in a
-/// row, or at most ~20 s) and returns them.
-async fn settle() -> usize {
-    let mut last = global_live();
-    let mut stable = 0;
-    for _ in 0..400 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = global_live();
-        if now.abs_diff(last) < 16 * 1024 {
-            stable += 1;
-            if stable == 10 {
-                return now;
-            }
-        } else {
-            stable = 0;
-        }
-        last = now;
-    }
-    last
-}
-
 /// A client-streaming call that sends one message and then waits; dropped
 /// once the server has read that message, so it is reset mid-stream.
 async fn cancel_client_stream(arm: Arm, channel: &Channel, probe: &Probe) {
@@ -1178,7 +1156,7 @@ fn cancelled_streams_on(arm: Arm) -> Leftovers {
         };
         settled(WARM_UP).await;
         let tasks_before = server.metrics().num_alive_tasks();
-        let live_before = settle().await;
+        let live_before = settle_live_bytes(16 * 1024).await;
 
         cancel_streams(arm, &channel, &probe, CANCELLED).await;
         settled(WARM_UP + CANCELLED).await;
@@ -1192,7 +1170,7 @@ fn cancelled_streams_on(arm: Arm) -> Leftovers {
             tokio::time::sleep(Duration::from_millis(50)).await;
             tasks_after = server.metrics().num_alive_tasks();
         }
-        let live_after = settle().await;
+        let live_after = settle_live_bytes(16 * 1024).await;
         drop(channel);
         let errors = state.error_total();
         let cancelled = state.errors_with(Code::Cancelled);
@@ -1203,7 +1181,7 @@ fn cancelled_streams_on(arm: Arm) -> Leftovers {
             other_errors: errors - cancelled,
             tasks_before,
             tasks_after,
-            live_growth: live_after as isize - live_before as isize,
+            live_growth: live_after - live_before,
         }
     });
     drop(client_runtime);

@@ -4,47 +4,25 @@
 //! stock tonic keeps its read and write buffers at that size. (What a kept
 //! field retains is in the crate's `tests/tonic_full_memory.rs`.)
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
 #[path = "support/raw.rs"]
 mod raw;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use bytes::Bytes;
-use counting_alloc::{CountingAlloc, global_live};
 use raw::{UNARY, message};
+use test_support::alloc::CountingAlloc;
+use test_support::settle::settle_live_bytes;
 use tonic::Code;
 use tonic_echo::adapter::EchoRequest;
 use tonic_echo::{Framing, ServeOptions};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const BIDI: &str = "/streamcodec.echo.v1.Echo/Bidi";
 const MIB: usize = 1 << 20;
 const MIB_F: f64 = MIB as f64;
-
-/// Waits until live bytes stop moving and returns them.
-async fn settle() -> usize {
-    let mut last = global_live();
-    let mut stable = 0;
-    for _ in 0..400 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = global_live();
-        if now.abs_diff(last) < 64 * 1024 {
-            stable += 1;
-            if stable == 10 {
-                return now;
-            }
-        } else {
-            stable = 0;
-        }
-        last = now;
-    }
-    last
-}
 
 fn runtime() -> tokio::runtime::Runtime {
     tokio::runtime::Builder::new_multi_thread()
@@ -71,7 +49,7 @@ fn idle_after_one_mib(options: ServeOptions) -> f64 {
             payload: Bytes::from(vec![9; MIB]),
             ..EchoRequest::default()
         }));
-        let before = settle().await;
+        let before = settle_live_bytes(64 * 1024).await;
         let mut held = Vec::with_capacity(STREAMS);
         for _ in 0..STREAMS {
             let mut ready = client.clone().ready().await.unwrap();
@@ -89,7 +67,7 @@ fn idle_after_one_mib(options: ServeOptions) -> f64 {
             assert_eq!(received, body.len(), "one echo of the same size");
             held.push((stream, responses));
         }
-        let after = settle().await;
+        let after = settle_live_bytes(64 * 1024).await;
         drop(held);
         server.abort();
         (after as f64 - before as f64) / STREAMS as f64

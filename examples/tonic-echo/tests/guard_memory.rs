@@ -4,24 +4,22 @@
 //! framing (no layer): process-wide live heap
 //! bytes from a counting allocator, server and raw client in one process.
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
 #[path = "support/raw.rs"]
 mod raw;
 
 use std::net::SocketAddr;
-use std::time::Duration;
 
 use bytes::Bytes;
-use counting_alloc::{CountingAlloc, global_live, global_peak, reset_global_peak};
 use grpc_stream_codec::tonic::guard::GuardMode;
 use raw::{CLIENT_STREAM, LIMIT, UNARY, header, message};
+use test_support::alloc::{CountingAlloc, global_peak, reset_global_peak};
+use test_support::settle::settle_live_bytes;
 use tonic::Code;
 use tonic_echo::adapter::EchoRequest;
 use tonic_echo::{Framing, ServeOptions};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const STREAMS: usize = 1000;
 const CONNECTIONS: usize = 10;
@@ -29,27 +27,6 @@ const CONNECTIONS: usize = 10;
 const DECLARED: u32 = LIMIT as u32;
 const SENT: usize = 16;
 const MIB: f64 = 1024.0 * 1024.0;
-
-/// Waits until live bytes stop moving (less than 64 KiB over ten polls in a
-/// row, or at most ~20 s) and returns them.
-async fn settle() -> usize {
-    let mut last = global_live();
-    let mut stable = 0;
-    for _ in 0..400 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = global_live();
-        if now.abs_diff(last) < 64 * 1024 {
-            stable += 1;
-            if stable == 10 {
-                return now;
-            }
-        } else {
-            stable = 0;
-        }
-        last = now;
-    }
-    last
-}
 
 /// Growth of live bytes, and of the peak, while `STREAMS` held-open streams
 /// sit on a server with `guard`.
@@ -69,7 +46,7 @@ fn held_streams(options: ServeOptions) -> (isize, isize) {
         let reply = raw::call(&warm, UNARY, &[], message(&EchoRequest::default())).await;
         assert_eq!(reply.code(), Code::Ok);
 
-        let before = settle().await;
+        let before = settle_live_bytes(64 * 1024).await;
         let peak_before = reset_global_peak();
         let mut held = Vec::with_capacity(STREAMS);
         let mut clients = Vec::with_capacity(CONNECTIONS);
@@ -92,8 +69,8 @@ fn held_streams(options: ServeOptions) -> (isize, isize) {
             assert_eq!(reply.code(), Code::Ok);
             clients.push(client);
         }
-        let after = settle().await;
-        let growth = after as isize - before as isize;
+        let after = settle_live_bytes(64 * 1024).await;
+        let growth = after - before;
         let peak = global_peak() as isize - peak_before as isize;
         drop((held, clients, warm));
         server.abort();

@@ -11,30 +11,28 @@
 //! carried one 1 MiB message was 2 MiB. These tests hold the guard to the
 //! pass-through figure.
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
 #[path = "support/raw.rs"]
 mod raw;
 
 use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use bytes::Bytes;
-use counting_alloc::{CountingAlloc, global_live, measure};
 use grpc_stream_codec::tonic::ProstCodec;
 use grpc_stream_codec::tonic::guard::{GuardConfig, GuardMode, GuardedBody};
 use http_body::Frame;
 use http_body_util::StreamBody;
 use raw::{UNARY, message};
+use test_support::alloc::{CountingAlloc, measure};
+use test_support::settle::settle_live_bytes;
 use tonic::Code;
 use tonic::codec::{Codec, Streaming};
 use tonic_echo::ServeOptions;
 use tonic_echo::adapter::{EchoRequest, EchoResponse};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const MIB: usize = 1 << 20;
 
@@ -199,27 +197,6 @@ fn assembling_guard_keeps_tonic_default_buffer_for_mid_size_messages() {
     );
 }
 
-/// Waits until live bytes stop moving (less than 64 KiB over ten polls in a
-/// row, or at most ~20 s) and returns them.
-async fn settle() -> usize {
-    let mut last = global_live();
-    let mut stable = 0;
-    for _ in 0..400 {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = global_live();
-        if now.abs_diff(last) < 64 * 1024 {
-            stable += 1;
-            if stable == 10 {
-                return now;
-            }
-        } else {
-            stable = 0;
-        }
-        last = now;
-    }
-    last
-}
-
 const STREAMS: usize = 64;
 const CONNECTIONS: usize = 4;
 
@@ -249,7 +226,7 @@ fn idle_bidi_streams(arm: Option<GuardMode>) -> isize {
         assert_eq!(reply.code(), Code::Ok);
 
         let body = Bytes::from(envelopes(&[MIB]));
-        let before = settle().await;
+        let before = settle_live_bytes(64 * 1024).await;
         let mut held = Vec::with_capacity(STREAMS);
         let mut clients = Vec::with_capacity(CONNECTIONS);
         for _ in 0..CONNECTIONS {
@@ -271,10 +248,10 @@ fn idle_bidi_streams(arm: Option<GuardMode>) -> isize {
             }
             clients.push(client);
         }
-        let after = settle().await;
+        let after = settle_live_bytes(64 * 1024).await;
         drop((held, clients, warm));
         server.abort();
-        after as isize - before as isize
+        after - before
     });
     drop(runtime);
     growth

@@ -2,23 +2,20 @@
 //! with this crate's codec and with tonic's stock one, and how the encoder
 //! grows tonic's buffer.
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
-
 use std::convert::Infallible;
 use std::sync::Arc;
 
 use bytes::Bytes;
-use counting_alloc::{CountingAlloc, measure};
 use http_body::Frame;
 use http_body_util::{BodyExt, StreamBody};
 use prost::Message;
+use test_support::alloc::{CountingAlloc, measure};
 use tokio_stream::StreamExt;
 use tonic::Status;
 use tonic::codec::{Codec, Decoder, EncodeBody, Encoder, Streaming};
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 /// A message with a small field worth keeping beside a large one.
 #[derive(Clone, PartialEq, Message)]

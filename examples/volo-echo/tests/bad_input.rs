@@ -23,26 +23,20 @@ const METHODS: [&str; 2] = ["Unary", "ClientStream"];
 /// An `EchoRequest` with a `payload` of `len` bytes, encoded by hand.
 fn echo_request(len: usize) -> Vec<u8> {
     let mut out = vec![0x0a];
-    let mut value = len;
-    loop {
-        let byte = (value & 0x7f) as u8;
-        value >>= 7;
-        if value == 0 {
-            out.push(byte);
-            break;
-        }
-        out.push(byte | 0x80);
-    }
+    test_support::raw_h2::put_varint(&mut out, len as u64);
     out.extend((0..len).map(|i| (i % 251) as u8));
     out
 }
 
 /// A raw envelope with any flag byte and declared length.
 fn raw_envelope(flag: u8, declared: u32, payload: &[u8]) -> Bytes {
-    let mut out = vec![flag];
-    out.extend_from_slice(&declared.to_be_bytes());
-    out.extend_from_slice(payload);
-    Bytes::from(out)
+    Bytes::from(
+        [
+            test_support::raw_h2::header(flag, declared),
+            payload.to_vec(),
+        ]
+        .concat(),
+    )
 }
 
 fn gzip(data: &[u8]) -> Vec<u8> {

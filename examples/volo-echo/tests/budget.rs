@@ -21,6 +21,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{Ipv4Addr, SocketAddr};
 use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::settle::settle;
 
 use bytes::Bytes;
 use grpc_stream_codec::budget::SharedBudget;
@@ -141,29 +142,6 @@ async fn finish_all(stalled: Vec<Stalled>, payload_len: usize) {
         assert_eq!(reply.count, 1);
         assert_eq!(reply.total_bytes, payload_len as u64);
     }
-}
-
-/// Polls `sample` until it has not changed for `quiet` (at most `limit`),
-/// returning the last value: the state the stalled calls settle in.
-async fn settle<T: PartialEq + Copy>(
-    quiet: Duration,
-    limit: Duration,
-    mut sample: impl FnMut() -> T,
-) -> T {
-    let start = Instant::now();
-    let mut last = sample();
-    let mut since = Instant::now();
-    while start.elapsed() < limit {
-        tokio::time::sleep(Duration::from_millis(50)).await;
-        let now = sample();
-        if now != last {
-            last = now;
-            since = Instant::now();
-        } else if since.elapsed() >= quiet {
-            break;
-        }
-    }
-    last
 }
 
 /// A small Unary from a client of its own; returns how long it took.

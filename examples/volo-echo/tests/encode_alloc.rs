@@ -2,21 +2,18 @@
 //! DATA frames: the adapter's `encode` against volo-grpc's, on the generated
 //! types, with the project's counting allocator.
 
-#[path = "../../../tests/support/counting_alloc.rs"]
-mod counting_alloc;
-
 use std::pin::Pin;
 use std::task::{Context, Poll, Waker};
 
 use bytes::Bytes;
-use counting_alloc::{CountingAlloc, Usage, measure};
 use futures::Stream as _;
 use futures::stream::{self, BoxStream};
 use http_body::Frame;
+use test_support::alloc::{CountingAlloc, Usage, measure};
 use volo_echo::adapter::EchoResponse;
 
 #[global_allocator]
-static ALLOC: CountingAlloc = CountingAlloc;
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
 
 const MESSAGES: usize = 1000;
 

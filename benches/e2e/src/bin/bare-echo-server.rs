@@ -23,11 +23,10 @@ use prost::Message;
 use tokio::net::TcpListener;
 use tokio_stream::wrappers::ReceiverStream;
 
-#[path = "../../../../examples/shared/live_alloc.rs"]
-mod live_alloc;
+use test_support::alloc as live_alloc;
 
 #[global_allocator]
-static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
+static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 #[allow(clippy::all, missing_docs, dead_code)]
 mod proto {

@@ -20,11 +20,10 @@ use std::process::ExitCode;
 use grpc_stream_codec::tonic::guard::GuardMode;
 use tonic_echo::{Framing, ServeOptions};
 
-#[path = "../../../shared/live_alloc.rs"]
-mod live_alloc;
+use test_support::alloc as live_alloc;
 
 #[global_allocator]
-static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
+static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
 [--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]";

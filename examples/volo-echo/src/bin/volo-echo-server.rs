@@ -31,11 +31,10 @@ use std::process::ExitCode;
 
 use volo_echo::EchoService;
 
-#[path = "../../../shared/live_alloc.rs"]
-mod live_alloc;
+use test_support::alloc as live_alloc;
 
 #[global_allocator]
-static ALLOC: live_alloc::LiveAlloc = live_alloc::LiveAlloc;
+static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] \
 [--batch-threshold BYTES] [--report-memory] [--receive-budget BYTES [--budget-wait-ms MS]]";
