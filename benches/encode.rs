@@ -360,10 +360,7 @@ fn compressed(c: &mut Criterion) {
             group.sample_size(30);
 
             let left = Rc::new(Cell::new(0));
-            let source = support::Burst {
-                item: item.clone(),
-                left: left.clone(),
-            };
+            let source = support::Burst::new(item.clone(), left.clone());
             let config = EncodeConfig::new().with_compression(Some(Compression::new(encoding)));
             let mut stream = EncodeStream::new(source, Field { zero_copy: false }, config);
             let mut run_crate = || {

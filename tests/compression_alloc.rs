@@ -35,24 +35,7 @@ impl MessageEncoder for Copying {
 
 /// `left` ready messages, then `Pending` until refilled: one long-lived
 /// stream fed bursts.
-struct Burst {
-    item: Bytes,
-    left: Rc<Cell<usize>>,
-}
-
-impl Stream for Burst {
-    type Item = Result<Bytes, Status>;
-
-    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.left.get() {
-            0 => Poll::Pending,
-            left => {
-                self.left.set(left - 1);
-                Poll::Ready(Some(Ok(self.item.clone())))
-            }
-        }
-    }
-}
+type Burst = test_support::burst::Burst<Bytes, Status>;
 
 /// About 2:1 compressible, as in the benches: compressed 4 KiB messages
 /// are ~2 KiB, so some straddle the 16 KiB frames they are sent in.
@@ -84,10 +67,7 @@ const WARM_UP: usize = 10;
 /// steady state.
 fn encode_usage(compression: Option<Compression>, len: usize, burst: usize) -> (Usage, Usage) {
     let left = Rc::new(Cell::new(0));
-    let source = Burst {
-        item: text(len),
-        left: left.clone(),
-    };
+    let source = Burst::new(text(len), left.clone());
     let config = EncodeConfig::new().with_compression(compression);
     let mut stream = EncodeStream::new(source, Copying, config);
     let mut cx = Context::from_waker(Waker::noop());
@@ -184,10 +164,7 @@ fn compressed_decoding_allocates_nothing_per_message_in_steady_state() {
 /// (its source `Pending`).
 fn idle_encoder(compression: Option<Compression>) -> impl Stream {
     let left = Rc::new(Cell::new(1));
-    let source = Burst {
-        item: text(256),
-        left: left.clone(),
-    };
+    let source = Burst::new(text(256), left.clone());
     let config = EncodeConfig::new().with_compression(compression);
     let mut stream = EncodeStream::new(source, Copying, config);
     let mut cx = Context::from_waker(Waker::noop());

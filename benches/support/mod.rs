@@ -43,28 +43,10 @@ pub fn drain_ready<S: Stream + Unpin>(stream: &mut S, mut f: impl FnMut(S::Item)
     }
 }
 
-/// A source that yields `left` messages, then `Pending` until refilled: a
-/// long-lived stream that is handed a burst of ready messages per
-/// iteration, so its per-stream state (batch buffer, compression contexts)
-/// is in steady state after the first.
-pub struct Burst<T> {
-    pub item: T,
-    pub left: std::rc::Rc<std::cell::Cell<usize>>,
-}
-
-impl<T: Clone + Unpin> Stream for Burst<T> {
-    type Item = Result<T, grpc_stream_codec::Status>;
-
-    fn poll_next(self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        match self.left.get() {
-            0 => Poll::Pending,
-            left => {
-                self.left.set(left - 1);
-                Poll::Ready(Some(Ok(self.item.clone())))
-            }
-        }
-    }
-}
+/// A long-lived stream handed a burst of ready messages per iteration, so
+/// its per-stream state (batch buffer, compression contexts) is in steady
+/// state after the first.
+pub type Burst<T> = test_support::burst::Burst<T, grpc_stream_codec::Status>;
 
 /// Polls `stream` until it returns `Pending`, handing each item to `f`.
 pub fn drain_burst<S: Stream + Unpin>(stream: &mut S, mut f: impl FnMut(S::Item)) {

@@ -1,12 +1,15 @@
 //! What the workspace's tests, benches and example servers share, in one
 //! place: the counting allocator ([`alloc`]), a raw HTTP/2 gRPC peer for
 //! sending what no framework would ([`raw_h2`]), and waiting for counters
-//! to come to rest ([`settle`]).
+//! to come to rest ([`settle`]); a server task a test owns ([`running`]) and
+//! a source of message bursts ([`burst`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod burst;
 pub mod raw_h2;
+pub mod running;
 pub mod settle;

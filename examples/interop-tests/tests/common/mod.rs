@@ -5,19 +5,7 @@
 
 use std::net::{Ipv4Addr, SocketAddr};
 
-use tokio::task::JoinHandle;
-
-/// A server task; aborted when dropped.
-pub struct Running {
-    pub addr: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub use test_support::running::Running;
 
 fn any_port() -> SocketAddr {
     SocketAddr::from((Ipv4Addr::LOCALHOST, 0))
@@ -42,7 +30,7 @@ async fn tonic_server(stock: bool) -> Running {
             panic!("tonic server failed: {err}");
         }
     });
-    Running { addr, task }
+    Running::new(addr, task)
 }
 
 /// The volo-grpc Echo server through grpc-stream-codec's volo adapter,
@@ -55,7 +43,7 @@ pub async fn volo_adapter_server() -> Running {
             panic!("volo server failed: {err}");
         }
     });
-    Running { addr, task }
+    Running::new(addr, task)
 }
 
 /// (payload size, streamed messages): 1,000-message streams for the small

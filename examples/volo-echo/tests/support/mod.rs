@@ -6,20 +6,9 @@
 use std::net::{Ipv4Addr, SocketAddr};
 
 use bytes::Bytes;
-use tokio::task::JoinHandle;
 use volo_echo::EchoService;
 
-/// A server task; aborted when dropped.
-pub struct Running {
-    pub addr: SocketAddr,
-    task: JoinHandle<()>,
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        self.task.abort();
-    }
-}
+pub use test_support::running::Running;
 
 /// Which generated code a server or client runs.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -44,7 +33,7 @@ pub async fn start(flavour: Flavour, service: EchoService) -> Running {
             panic!("{flavour:?} server failed: {err}");
         }
     });
-    Running { addr, task }
+    Running::new(addr, task)
 }
 
 #[allow(unused_imports)] // each test binary uses part of this
