@@ -21,6 +21,21 @@ async fn listener() -> (tokio::net::TcpListener, SocketAddr) {
     (listener, addr)
 }
 
+/// After `LARGE` messages went to the server only.
+fn assert_server_side_counted(budget: &grpc_stream_codec::budget::SharedBudget) {
+    let stats = budget.stats();
+    assert!(stats.peak >= LARGE, "server side not counted: {stats:?}");
+    assert!(stats.peak < 1 << 20, "{stats:?}");
+}
+
+/// After 1 MiB messages came to the client only: a peak above anything the
+/// server received is the client's count.
+fn assert_client_side_counted(budget: &grpc_stream_codec::budget::SharedBudget) {
+    let stats = budget.stats();
+    assert!(stats.peak >= 1 << 20, "client side not counted: {stats:?}");
+    assert_eq!(stats.in_use, 0, "every message was dropped: {stats:?}");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tonic_full_framing_server_and_client_count_against_one_budget() {
     use tonic_echo::EchoService;
@@ -64,15 +79,9 @@ async fn tonic_full_framing_server_and_client_count_against_one_budget() {
         .expect("ClientStream")
         .into_inner();
     assert_eq!((reply.count, reply.total_bytes), (4, 4 * LARGE as u64));
-    let after_requests = budget.stats();
-    assert!(
-        after_requests.peak >= LARGE,
-        "server side not counted: {after_requests:?}"
-    );
-    assert!(after_requests.peak < 1 << 20, "{after_requests:?}");
+    assert_server_side_counted(&budget);
 
-    // Large messages come to the client only: a peak above anything the
-    // server received is the client's count.
+    // Large messages come to the client only.
     let mut responses = client
         .server_stream(EchoRequest {
             response_count: 2,
@@ -88,15 +97,7 @@ async fn tonic_full_framing_server_and_client_count_against_one_budget() {
         received += 1;
     }
     assert_eq!(received, 2);
-    let after_responses = budget.stats();
-    assert!(
-        after_responses.peak >= 1 << 20,
-        "client side not counted: {after_responses:?}"
-    );
-    assert_eq!(
-        after_responses.in_use, 0,
-        "every message was dropped: {after_responses:?}"
-    );
+    assert_client_side_counted(&budget);
     server.abort();
 }
 
@@ -133,25 +134,12 @@ async fn volo_adapter_server_and_client_count_against_one_budget() {
     volo_echo::adapter::calls::client_stream(&client, LARGE, 4)
         .await
         .expect("ClientStream");
-    let after_requests = budget.stats();
-    assert!(
-        after_requests.peak >= LARGE,
-        "server side not counted: {after_requests:?}"
-    );
-    assert!(after_requests.peak < 1 << 20, "{after_requests:?}");
+    assert_server_side_counted(&budget);
 
     let (received, status) = volo_echo::adapter::calls::server_stream(&client, 1 << 20, 2)
         .await
         .expect("ServerStream");
     assert_eq!((received, status.is_none()), (2, true));
-    let after_responses = budget.stats();
-    assert!(
-        after_responses.peak >= 1 << 20,
-        "client side not counted: {after_responses:?}"
-    );
-    assert_eq!(
-        after_responses.in_use, 0,
-        "every message was dropped: {after_responses:?}"
-    );
+    assert_client_side_counted(&budget);
     server.abort();
 }
