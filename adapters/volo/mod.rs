@@ -84,6 +84,13 @@
 //!   after every layer, so the layer takes the compression over).
 
 pub mod build;
+mod include;
+
+#[doc(hidden)]
+pub use include::__private;
+
+#[doc(inline)]
+pub use crate::__volo_include_service as include_service;
 
 #[cfg(feature = "volo")]
 mod budget;
