@@ -12,12 +12,16 @@
 //! ```
 //!
 //! ```no_run
-//! // build.rs, in `fn main`, after volo-build has written its output
+//! // build.rs, in `fn main() -> Result<(), Box<dyn std::error::Error>>`,
+//! // after volo-build has written its output
 //! // (volo_build::ConfigBuilder::default().write()?, or Builder::protobuf()...write()?):
 //! let report = grpc_stream_codec::volo::build::rewrite_out_dir()?;
 //! assert!(report.files_with_entry_impls > 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Return its error (`?`) rather than `unwrap()` it: cargo then prints the
+//! error's `Display` text, which says what to do.
 //!
 //! What is rewritten, in code only (comments and string literals are left
 //! alone), whatever whitespace rustfmt put around the `::`:
@@ -32,7 +36,16 @@
 //! client-streaming and bidi handlers, so those handlers name this crate's
 //! `RecvStream` after the rewrite.
 //!
-//! The rewrite is idempotent. It fails, rather than leaving stock code in
+//! Each root file of the output (one no other file includes, e.g.
+//! `volo_gen.rs`) also gets a marker appended, a private type that
+//! [`include_service!`](crate::volo::include_service) checks for: a file
+//! volo-build wrote after the hook ran (the hook was called before it) or
+//! that the hook never saw has none, and the crate including it fails to
+//! compile with a message naming the fix.
+//!
+//! The rewrite is idempotent: a second run changes nothing, and a file's
+//! bytes are the per-file rewrite plus, for a root, the marker. It fails,
+//! rather than leaving stock code in
 //! place, when a file implements `SendEntryMessage` or `RecvEntryMessage` but
 //! contains neither the stock nor the rewritten call (volo-build changed its
 //! output), and when no file under the directory implements either (the hook
