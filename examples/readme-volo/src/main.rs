@@ -6,8 +6,6 @@
 use std::error::Error;
 use std::net::SocketAddr;
 
-use futures::StreamExt;
-
 // snippet include
 mod generated {
     // Instead of volo::include_service!: fails the build, naming the fix, if
@@ -20,6 +18,7 @@ use generated::volo_gen::streamcodec::echo::v1::{
 // end snippet
 
 // snippet handlers
+use futures::{StreamExt, TryStreamExt};
 use grpc_stream_codec::volo::RecvStream;
 use volo_grpc::{BoxStream, Request, Response, Status};
 
@@ -39,12 +38,12 @@ impl Echo for EchoService {
         req: Request<EchoRequest>,
     ) -> Result<Response<BoxStream<'static, Result<EchoResponse, Status>>>, Status> {
         let count = req.into_inner().response_count.max(1);
-        let responses = futures::stream::iter(0..count).map(|seq| {
-            Ok(EchoResponse {
+        let responses = futures::stream::iter(0..count)
+            .map(|seq| EchoResponse {
                 seq,
                 ..Default::default()
             })
-        });
+            .map(Ok);
         Ok(Response::new(Box::pin(responses)))
     }
 
@@ -70,11 +69,9 @@ impl Echo for EchoService {
         &self,
         req: Request<RecvStream<EchoRequest>>,
     ) -> Result<Response<BoxStream<'static, Result<EchoResponse, Status>>>, Status> {
-        let echoes = req.into_inner().map(|request| {
-            request.map(|request| EchoResponse {
-                payload: request.payload,
-                ..Default::default()
-            })
+        let echoes = req.into_inner().map_ok(|request| EchoResponse {
+            payload: request.payload,
+            ..Default::default()
         });
         Ok(Response::new(Box::pin(echoes)))
     }
