@@ -78,6 +78,14 @@
 //! not have the calls it expects, rather than leaving a service on the stock
 //! path without saying so.
 //!
+//! # Binary metadata
+//!
+//! volo-grpc 0.12.2's server panics on any request with binary (`-bin`)
+//! metadata, which other gRPC clients send freely; a server that may get
+//! such requests adds `Server::new().layer_tower(BinaryMetadataLayer)`
+//! ([`BinaryMetadataLayer`]), which moves those entries into a
+//! [`BinaryMetadata`] request extension first.
+//!
 //! # Deflate with other gRPC implementations
 //!
 //! volo-grpc 0.12 calls deflate `zlib` in `grpc-encoding` and
@@ -104,6 +112,8 @@ pub use include::__private;
 pub use crate::__volo_include_service as include_service;
 
 #[cfg(feature = "volo")]
+mod binary_metadata;
+#[cfg(feature = "volo")]
 mod budget;
 #[cfg(feature = "volo")]
 mod client_compression;
@@ -124,6 +134,8 @@ mod status;
 #[cfg(feature = "volo")]
 mod trailers_only;
 
+#[cfg(feature = "volo")]
+pub use binary_metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
 #[cfg(feature = "volo")]
 pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
 #[cfg(feature = "volo")]
