@@ -10,16 +10,13 @@
 //! 3. per process: [`set_default_budget`].
 
 use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::RwLock;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::task::{Context, Poll};
 
 use motore::layer::Layer;
 use motore::service::Service;
-use pin_project_lite::pin_project;
 
+use super::scoped::{self, Scoped};
 use crate::budget::Budget;
 
 static DEFAULT_SET: AtomicBool = AtomicBool::new(false);
@@ -65,9 +62,7 @@ pub fn default_budget() -> Option<Budget> {
 /// The budget for a stream created now: the enclosing layer's, else the
 /// process default.
 pub(super) fn budget_for_new_stream() -> Option<Budget> {
-    SCOPED
-        .with(|scoped| scoped.borrow().clone())
-        .or_else(default_budget)
+    scoped::current(&SCOPED).or_else(default_budget)
 }
 
 /// A volo-grpc layer (server or client) that gives every stream received
@@ -131,48 +126,6 @@ where
     type Error = S::Error;
 
     async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
-        WithBudget {
-            budget: Some(self.budget.clone()),
-            inner: self.inner.call(cx, req),
-        }
-        .await
-    }
-}
-
-pin_project! {
-    /// Polls `inner` with the budget installed in the thread-local.
-    struct WithBudget<F> {
-        budget: Option<Budget>,
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F: Future> Future for WithBudget<F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let _installed = Installed::swap(this.budget);
-        this.inner.poll(cx)
-    }
-}
-
-/// Swaps a budget into the thread-local and back on drop, so an unwinding
-/// poll leaves nothing behind and nested layers restore the outer one.
-struct Installed<'a> {
-    slot: &'a mut Option<Budget>,
-}
-
-impl<'a> Installed<'a> {
-    fn swap(slot: &'a mut Option<Budget>) -> Self {
-        SCOPED.with(|scoped| std::mem::swap(&mut *scoped.borrow_mut(), slot));
-        Installed { slot }
-    }
-}
-
-impl Drop for Installed<'_> {
-    fn drop(&mut self) {
-        SCOPED.with(|scoped| std::mem::swap(&mut *scoped.borrow_mut(), self.slot));
+        Scoped::new(&SCOPED, self.budget.clone(), self.inner.call(cx, req)).await
     }
 }

@@ -12,12 +12,16 @@
 //! ```
 //!
 //! ```no_run
-//! // build.rs, in `fn main`, after volo-build has written its output
+//! // build.rs, in `fn main() -> Result<(), Box<dyn std::error::Error>>`,
+//! // after volo-build has written its output
 //! // (volo_build::ConfigBuilder::default().write()?, or Builder::protobuf()...write()?):
 //! let report = grpc_stream_codec::volo::build::rewrite_out_dir()?;
 //! assert!(report.files_with_entry_impls > 0);
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
+//!
+//! Return its error (`?`) rather than `unwrap()` it: cargo then prints the
+//! error's `Display` text, which says what to do.
 //!
 //! What is rewritten, in code only (comments and string literals are left
 //! alone), whatever whitespace rustfmt put around the `::`:
@@ -32,17 +36,28 @@
 //! client-streaming and bidi handlers, so those handlers name this crate's
 //! `RecvStream` after the rewrite.
 //!
-//! The rewrite is idempotent. It fails, rather than leaving stock code in
+//! Each root file of the output (one no other file includes, e.g.
+//! `volo_gen.rs`) also gets a marker appended, a private type that
+//! [`include_service!`](crate::volo::include_service) checks for: a file
+//! volo-build wrote after the hook ran (the hook was called before it) or
+//! that the hook never saw has none, and the crate including it fails to
+//! compile with a message naming the fix.
+//!
+//! The rewrite is idempotent: a second run changes nothing, and a file's
+//! bytes are the per-file rewrite plus, for a root, the marker. It fails,
+//! rather than leaving stock code in
 //! place, when a file implements `SendEntryMessage` or `RecvEntryMessage` but
 //! contains neither the stock nor the rewritten call (volo-build changed its
 //! output), and when no file under the directory implements either (the hook
 //! ran on the wrong directory, or before volo-build wrote anything).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+use super::include::MARKER;
 use crate::rewrite::{self, Rule};
 
 const ENCODE: usize = 0;
@@ -77,6 +92,10 @@ pub struct RewriteReport {
     pub encode_paths: usize,
     /// `RecvStream` paths now pointing at the adapter (rewritten or already so).
     pub recv_stream_paths: usize,
+    /// Root files (included by no other file, e.g. `volo_gen.rs`) that carry
+    /// the marker [`include_service!`](crate::volo::include_service)
+    /// checks (added now or already there).
+    pub marked_roots: usize,
 }
 
 /// Why a rewrite failed.
@@ -151,15 +170,19 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 
 /// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
 ///
+/// Each root of the generated output (a file no other file under `dir`
+/// `include!`s, e.g. `volo_gen.rs`) that holds volo-grpc service code also
+/// gets the marker [`include_service!`](crate::volo::include_service) checks.
 /// Files that need no change are not written, so their modification times
 /// stay as volo-build left them.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
     let dir = dir.as_ref();
-    let files =
+    let paths =
         rewrite::rs_files(dir).map_err(|(path, source)| RewriteError::Io { path, source })?;
 
     let mut report = RewriteReport::default();
-    for path in files {
+    let mut files = Vec::with_capacity(paths.len());
+    for path in paths {
         let text = fs::read_to_string(&path).map_err(|source| RewriteError::Io {
             path: path.clone(),
             source,
@@ -174,20 +197,112 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
         if rewritten.has_entry_impls {
             report.files_with_entry_impls += 1;
         }
-        if rewritten.text != text {
-            fs::write(&path, &rewritten.text).map_err(|source| RewriteError::Io {
-                path: path.clone(),
-                source,
-            })?;
-            report.files_rewritten += 1;
-        }
+        files.push(GeneratedFile {
+            path,
+            text,
+            rewritten,
+        });
     }
     if report.files_with_entry_impls == 0 {
         return Err(RewriteError::NothingGenerated {
             dir: dir.to_path_buf(),
         });
     }
+
+    for root in include_roots(&files) {
+        let file = &mut files[root];
+        if !has_marker(&file.rewritten.text) {
+            file.rewritten.text.push_str(MARKER);
+        }
+        report.marked_roots += 1;
+    }
+    for file in &files {
+        if file.rewritten.text != file.text {
+            fs::write(&file.path, &file.rewritten.text).map_err(|source| RewriteError::Io {
+                path: file.path.clone(),
+                source,
+            })?;
+            report.files_rewritten += 1;
+        }
+    }
     Ok(report)
+}
+
+/// A file under the directory, as read and as rewritten.
+struct GeneratedFile {
+    path: PathBuf,
+    text: String,
+    rewritten: RewrittenSource,
+}
+
+impl GeneratedFile {
+    /// Whether the file holds code the hook rewrites (entry impls, or the
+    /// `RecvStream` of a service trait).
+    fn has_service_code(&self) -> bool {
+        self.rewritten.has_entry_impls
+            || self.rewritten.encode_paths > 0
+            || self.rewritten.recv_stream_paths > 0
+    }
+
+    /// The files this one `include!`s, resolved as `include!` does, against
+    /// the file's own directory. volo-build writes them as plain
+    /// `include!("relative/path.rs");`.
+    fn includes(&self) -> impl Iterator<Item = PathBuf> + '_ {
+        let base = self.path.parent().unwrap_or(Path::new(""));
+        self.text
+            .split("include!(\"")
+            .skip(1)
+            .filter_map(move |rest| {
+                let end = rest.find('"')?;
+                Some(base.join(&rest[..end]))
+            })
+    }
+}
+
+/// The indices of the files no other file includes whose tree (the file and
+/// what it includes, transitively) holds service code: the files a user
+/// includes, and so the ones that carry the marker.
+fn include_roots(files: &[GeneratedFile]) -> Vec<usize> {
+    let index: HashMap<&Path, usize> = files
+        .iter()
+        .enumerate()
+        .map(|(i, file)| (file.path.as_path(), i))
+        .collect();
+    let children: Vec<Vec<usize>> = files
+        .iter()
+        .map(|file| {
+            file.includes()
+                .filter_map(|path| index.get(path.as_path()).copied())
+                .collect()
+        })
+        .collect();
+    let mut included = vec![false; files.len()];
+    for &child in children.iter().flatten() {
+        included[child] = true;
+    }
+    (0..files.len())
+        .filter(|&root| !included[root])
+        .filter(|&root| {
+            // Depth-first over the includes; `seen` also stops a cycle.
+            let mut seen = vec![false; files.len()];
+            let mut stack = vec![root];
+            while let Some(i) = stack.pop() {
+                if std::mem::replace(&mut seen[i], true) {
+                    continue;
+                }
+                if files[i].has_service_code() {
+                    return true;
+                }
+                stack.extend(&children[i]);
+            }
+            false
+        })
+        .collect()
+}
+
+/// Whether `text` already ends with the marker a previous run appended.
+fn has_marker(text: &str) -> bool {
+    text.ends_with(MARKER)
 }
 
 /// One file's text after the rewrite.
@@ -447,18 +562,94 @@ pub trait Echo {
         fs::write(service.join("enum_EchoRequestRecv.rs"), RECV_IMPL).unwrap();
         fs::write(package.join("service_Echo.rs"), TRAIT).unwrap();
 
+        fs::write(
+            package.join("mod.rs"),
+            "include!(\"service_Echo.rs\");\npub mod Echo { include!(\"Echo/mod.rs\"); }\n",
+        )
+        .unwrap();
+        fs::write(
+            service.join("mod.rs"),
+            "include!(\"enum_EchoResponseSend.rs\");\ninclude!(\"enum_EchoRequestRecv.rs\");\n",
+        )
+        .unwrap();
+
         let report = rewrite_dir(&dir).unwrap();
-        assert_eq!(report.files_scanned, 4);
-        assert_eq!(report.files_rewritten, 3);
+        assert_eq!(report.files_scanned, 6);
+        // The three with volo-grpc paths, and the root for its marker.
+        assert_eq!(report.files_rewritten, 4);
         assert_eq!(report.files_with_entry_impls, 2);
         assert_eq!(report.encode_paths, 2);
         assert_eq!(report.recv_stream_paths, 5);
+        assert_eq!(report.marked_roots, 1);
         let trait_text = fs::read_to_string(package.join("service_Echo.rs")).unwrap();
         assert!(trait_text.contains("::grpc_stream_codec::volo::RecvStream<EchoRequest>"));
+        // Only the root carries the marker: the others are included into
+        // modules that hold several of them.
+        for path in rewrite::rs_files(&dir).unwrap() {
+            let text = fs::read_to_string(&path).unwrap();
+            assert_eq!(
+                text.contains(MARKER),
+                path == dir.join("volo_gen.rs"),
+                "{}",
+                path.display()
+            );
+        }
 
         let again = rewrite_dir(&dir).unwrap();
         assert_eq!(again.files_rewritten, 0);
         assert_eq!(again.encode_paths, 2);
+        assert_eq!(again.marked_roots, 1);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_root_gets_the_marker_once_and_nothing_else_changes() {
+        let dir = temp_dir("marker");
+        let generated = format!("pub mod volo_gen {{\n{SEND_IMPL}{RECV_IMPL}{TRAIT}}}\n");
+        let root = dir.join("volo_gen.rs");
+        fs::write(&root, &generated).unwrap();
+
+        let report = rewrite_dir(&dir).unwrap();
+        assert_eq!((report.files_rewritten, report.marked_roots), (1, 1));
+        let once = fs::read_to_string(&root).unwrap();
+        // Byte for byte the per-file rewrite, then the marker.
+        let expected = format!("{}{MARKER}", rewrite_source(&generated).unwrap().text);
+        assert_eq!(once, expected);
+        assert_eq!(
+            once.matches("struct __grpc_stream_codec_volo_rewritten;")
+                .count(),
+            1
+        );
+
+        let again = rewrite_dir(&dir).unwrap();
+        assert_eq!((again.files_rewritten, again.marked_roots), (0, 1));
+        assert_eq!(fs::read_to_string(&root).unwrap(), once);
+
+        // volo-build writing stock code over it again (the hook ran before
+        // it) leaves no marker: that is what the include macro catches.
+        fs::write(&root, &generated).unwrap();
+        assert!(!fs::read_to_string(&root).unwrap().contains(MARKER));
+        rewrite_dir(&dir).unwrap();
+        assert_eq!(fs::read_to_string(&root).unwrap(), once);
+        fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn roots_without_volo_service_code_are_not_marked() {
+        // Another generator's file next to volo-build's in the same OUT_DIR.
+        let dir = temp_dir("other-root");
+        fs::write(dir.join("volo_gen.rs"), SEND_IMPL).unwrap();
+        let other = "pub mod tonic_gen { pub struct NotVolo; }\n";
+        fs::write(dir.join("other.rs"), other).unwrap();
+
+        let report = rewrite_dir(&dir).unwrap();
+        assert_eq!(report.marked_roots, 1);
+        assert_eq!(fs::read_to_string(dir.join("other.rs")).unwrap(), other);
+        assert!(
+            fs::read_to_string(dir.join("volo_gen.rs"))
+                .unwrap()
+                .ends_with(MARKER)
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 

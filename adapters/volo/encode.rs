@@ -14,7 +14,7 @@ use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 
 use super::client_compression::scoped_send;
 use super::compression::compression_from_volo;
-use super::limits::{default_batch_threshold, default_limits};
+use super::limits::{default_batch_threshold, limits_for_new_stream};
 use crate::encode::{EncodeConfig, EncodeStream, IntoNodes, MessageEncoder};
 use crate::status::Status;
 
@@ -66,8 +66,9 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
 /// batch leaves as one data frame per byte node, where stock volo-grpc sends
 /// each message, and each node of it, as separate frames. `None` and
 /// `Some(Identity)` send uncompressed messages with flag 0. Messages larger
-/// than the send limit ([`set_default_limits`](super::set_default_limits),
-/// unlimited by default) end the stream with `resource_exhausted`. The
+/// than the send limit ([`set_default_limits`](super::set_default_limits) or
+/// a [`LimitsLayer`](super::LimitsLayer), unlimited by default) end the
+/// stream with `resource_exhausted`. The
 /// threshold is [`set_default_batch_threshold`](super::set_default_batch_threshold)'s.
 ///
 /// A source error ends the body with that status in the trailers, after the
@@ -89,7 +90,7 @@ where
     let config = EncodeConfig::new()
         .with_compression(compression)
         .with_batch_threshold(default_batch_threshold())
-        .with_limits(default_limits());
+        .with_limits(limits_for_new_stream());
     encode_with_config(source, config)
 }
 

@@ -1,19 +1,37 @@
-//! Process-wide limits and batch threshold for the code volo-build
-//! generates, which constructs every [`RecvStream`](super::RecvStream) and
+//! Limits and batch threshold for the code volo-build generates, which
+//! constructs every [`RecvStream`](super::RecvStream) and
 //! [`encode`](super::encode) body itself and so cannot be handed a per-call
 //! configuration.
+//!
+//! Three ways to set a stream's limits, the first that applies wins:
+//!
+//! 1. per stream: [`RecvStream::with_limits`](super::RecvStream::with_limits)
+//!    before reading (for streams a handler receives);
+//! 2. per server or client: [`LimitsLayer`], which installs the limits for
+//!    the streams and bodies created while it polls its inner service;
+//! 3. per process: [`set_default_limits`].
 
+use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
+use motore::layer::Layer;
+use motore::service::Service;
+
+use super::scoped::{self, Scoped};
 use crate::encode::DEFAULT_BATCH_THRESHOLD;
 use crate::envelope::{DEFAULT_MAX_RECEIVE_SIZE, Limits};
+
+thread_local! {
+    static SCOPED: RefCell<Option<Limits>> = const { RefCell::new(None) };
+}
 
 static MAX_RECEIVE: AtomicUsize = AtomicUsize::new(DEFAULT_MAX_RECEIVE_SIZE);
 static MAX_SEND: AtomicUsize = AtomicUsize::new(usize::MAX);
 static BATCH_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_BATCH_THRESHOLD);
 
 /// Sets the limits used by every `RecvStream` and `encode` body created
-/// from now on (default: receive 4 MiB, send unlimited).
+/// from now on (default: receive 4 MiB, send unlimited), except under a
+/// [`LimitsLayer`].
 ///
 /// A single stream can still override its receive limit with
 /// [`RecvStream::with_limits`](super::RecvStream::with_limits) before
@@ -32,7 +50,8 @@ pub fn set_default_limits(limits: Limits) {
     MAX_SEND.store(limits.max_send(), Ordering::Relaxed);
 }
 
-/// The limits new streams get; see `set_default_limits`.
+/// The limits new streams get outside a [`LimitsLayer`]; see
+/// `set_default_limits`.
 pub fn default_limits() -> Limits {
     Limits::new()
         .with_max_receive(MAX_RECEIVE.load(Ordering::Relaxed))
@@ -64,4 +83,84 @@ pub fn set_default_batch_threshold(threshold: usize) {
 /// `set_default_batch_threshold`.
 pub fn default_batch_threshold() -> usize {
     BATCH_THRESHOLD.load(Ordering::Relaxed)
+}
+
+/// The limits for a stream or body created now: the enclosing
+/// [`LimitsLayer`]'s, else the process default.
+pub(super) fn limits_for_new_stream() -> Limits {
+    scoped::current(&SCOPED).unwrap_or_else(default_limits)
+}
+
+/// A volo-grpc layer (server or client) that gives every stream received and
+/// every body sent under it its own [`Limits`], instead of the process-wide
+/// [`set_default_limits`]: request streams and responses on a server,
+/// responses and requests on a client.
+///
+/// So one process can hold clients with different receive limits, and a
+/// server with a limit of its own:
+///
+/// ```no_run
+/// use grpc_stream_codec::Limits;
+/// use grpc_stream_codec::volo::{ClientCompressionLayer, LimitsLayer};
+///
+/// let small = LimitsLayer::new(Limits::new().with_max_receive(64 << 10));
+/// let large = LimitsLayer::new(Limits::new().with_max_receive(64 << 20));
+/// // Clients, with `layer_inner` so the layer wraps the transport:
+/// //   EchoClientBuilder::new("echo").address(addr)
+/// //       .layer_inner(ClientCompressionLayer::default()).layer_inner(small).build()
+/// // A server:
+/// //   volo_grpc::server::Server::new().layer_front(large).add_service(..)
+/// # let _ = (small, large, ClientCompressionLayer::default());
+/// ```
+///
+/// A message above the receive limit fails its stream with
+/// `resource_exhausted` and `message size N exceeds limit M`, before
+/// anything of its size is allocated; one above the send limit ends the
+/// body sending it with `resource_exhausted`.
+///
+/// It works by installing the limits in a thread-local while it polls the
+/// service it wraps, which is where volo-grpc's generated code creates the
+/// receiving streams and the bodies it sends.
+#[derive(Clone, Copy, Debug)]
+pub struct LimitsLayer {
+    limits: Limits,
+}
+
+impl LimitsLayer {
+    /// A layer giving streams and bodies `limits`.
+    pub fn new(limits: Limits) -> Self {
+        LimitsLayer { limits }
+    }
+}
+
+impl<S> Layer<S> for LimitsLayer {
+    type Service = LimitsService<S>;
+
+    fn layer(self, inner: S) -> LimitsService<S> {
+        LimitsService {
+            inner,
+            limits: self.limits,
+        }
+    }
+}
+
+/// The service of [`LimitsLayer`].
+#[derive(Clone, Debug)]
+pub struct LimitsService<S> {
+    inner: S,
+    limits: Limits,
+}
+
+impl<Cx, Req, S> Service<Cx, Req> for LimitsService<S>
+where
+    S: Service<Cx, Req> + Sync,
+    Cx: Send,
+    Req: Send,
+{
+    type Response = S::Response;
+    type Error = S::Error;
+
+    async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
+        Scoped::new(&SCOPED, self.limits, self.inner.call(cx, req)).await
+    }
 }

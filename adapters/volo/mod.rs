@@ -38,6 +38,16 @@
 //!    # Ok::<(), Box<dyn std::error::Error>>(())
 //!    ```
 //!
+//!    and include the output with [`include_service!`] instead of
+//!    `volo::include_service!`, so a hook called before volo-build, or not
+//!    at all, fails the build with a message naming the fix:
+//!
+//!    ```ignore
+//!    mod generated {
+//!        grpc_stream_codec::volo::include_service!("volo_gen.rs");
+//!    }
+//!    ```
+//!
 //! 3. Handlers of client-streaming and bidi methods now take
 //!    `volo_grpc::Request<grpc_stream_codec::volo::RecvStream<T>>` (it is a
 //!    `Stream<Item = Result<T, volo_grpc::Status>>` with `message()` and
@@ -52,12 +62,13 @@
 //!    empty stream from those servers fails with `internal` and a message
 //!    naming the layer; every other call works as before.
 //!
-//! 5. Optionally, [`set_default_limits`] at start-up changes the receive
-//!    limit (and sets a send limit) for every stream, and
-//!    [`set_default_batch_threshold`] the batch threshold of every response
-//!    (0: one message per batch).
+//! 5. Optionally, a [`LimitsLayer`] gives one server (`layer_front`) or one
+//!    client (`layer_inner`) its own receive and send limits;
+//!    [`set_default_limits`] at start-up changes them for every other
+//!    stream, and [`set_default_batch_threshold`] the batch threshold of
+//!    every response (0: one message per batch).
 //!
-//! 5. Optionally, a receive budget bounds what all streams together hold
+//! 6. Optionally, a receive budget bounds what all streams together hold
 //!    for received messages ([`crate::budget`]): `layer_front(ReceiveBudgetLayer::new(budget))`
 //!    on a server, `layer_inner(..)` on a client ([`ReceiveBudgetLayer`]),
 //!    [`set_default_budget`] for the whole process, or
@@ -66,6 +77,14 @@
 //! The rewrite fails the build, naming the file, if volo-build's output does
 //! not have the calls it expects, rather than leaving a service on the stock
 //! path without saying so.
+//!
+//! # Binary metadata
+//!
+//! volo-grpc 0.12.2's server panics on any request with binary (`-bin`)
+//! metadata, which other gRPC clients send freely; a server that may get
+//! such requests adds `Server::new().layer_tower(BinaryMetadataLayer)`
+//! ([`BinaryMetadataLayer`]), which moves those entries into a
+//! [`BinaryMetadata`] request extension first.
 //!
 //! # Deflate with other gRPC implementations
 //!
@@ -84,7 +103,16 @@
 //!   after every layer, so the layer takes the compression over).
 
 pub mod build;
+mod include;
 
+#[doc(hidden)]
+pub use include::__private;
+
+#[doc(inline)]
+pub use crate::__volo_include_service as include_service;
+
+#[cfg(feature = "volo")]
+mod binary_metadata;
 #[cfg(feature = "volo")]
 mod budget;
 #[cfg(feature = "volo")]
@@ -100,10 +128,14 @@ mod limits;
 #[cfg(feature = "volo")]
 mod recv;
 #[cfg(feature = "volo")]
+mod scoped;
+#[cfg(feature = "volo")]
 mod status;
 #[cfg(feature = "volo")]
 mod trailers_only;
 
+#[cfg(feature = "volo")]
+pub use binary_metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
 #[cfg(feature = "volo")]
 pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
 #[cfg(feature = "volo")]
@@ -118,7 +150,8 @@ pub use deflate_name::{
 pub use encode::{PilotaEncoder, encode, encode_with_config};
 #[cfg(feature = "volo")]
 pub use limits::{
-    default_batch_threshold, default_limits, set_default_batch_threshold, set_default_limits,
+    LimitsLayer, LimitsService, default_batch_threshold, default_limits,
+    set_default_batch_threshold, set_default_limits,
 };
 #[cfg(feature = "volo")]
 pub use recv::{PilotaDecoder, RecvStream};

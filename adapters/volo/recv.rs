@@ -18,7 +18,7 @@ use volo_grpc::metadata::MetadataMap;
 use super::budget::budget_for_new_stream;
 use super::client_compression::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
-use super::limits::default_limits;
+use super::limits::limits_for_new_stream;
 use super::trailers_only::WithoutLayer;
 use crate::budget::Budget;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
@@ -63,8 +63,9 @@ impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
 /// `Request<grpc_stream_codec::volo::RecvStream<T>>`.
 ///
 /// Unlike the stock stream it checks each message's declared length against
-/// a receive limit (default 4 MiB, [`set_default_limits`](super::set_default_limits)
-/// or [`with_limits`](Self::with_limits)) before allocating anything for it,
+/// a receive limit (default 4 MiB; [`set_default_limits`](super::set_default_limits),
+/// a [`LimitsLayer`](super::LimitsLayer) or [`with_limits`](Self::with_limits))
+/// before allocating anything for it,
 /// bounds decompression by the same limit, and keeps no frame buffer: each
 /// message is assembled straight into memory of its own. Too large a message
 /// fails with `resource_exhausted`. After any error the stream ends.
@@ -126,7 +127,7 @@ impl<T: Message + Default> RecvStream<T> {
         let encoding = compression_encoding
             .map(encoding_from_volo)
             .filter(|encoding| !encoding.is_identity());
-        let limits = default_limits();
+        let limits = limits_for_new_stream();
         let budget = budget_for_new_stream();
         let decoder = PilotaDecoder::new();
         let (inner, is_request) = match kind {

@@ -32,6 +32,6 @@ pub mod tonic_gen {
 /// grpc-stream-codec's volo adapter.
 #[allow(missing_docs, clippy::all)]
 pub mod volo_gen {
-    include!(concat!(env!("OUT_DIR"), "/volo/volo_gen.rs"));
+    grpc_stream_codec::volo::include_service!("volo/volo_gen.rs");
     pub use volo_gen::grpc::testing::*;
 }

@@ -603,7 +603,7 @@ macro_rules! flavour {
 /// The Echo service through grpc-stream-codec's volo adapter.
 pub mod adapter {
     mod generated {
-        include!(concat!(env!("OUT_DIR"), "/adapter/volo_gen.rs"));
+        grpc_stream_codec::volo::include_service!("adapter/volo_gen.rs");
     }
     pub use generated::volo_gen::streamcodec::echo::v1::*;
 
@@ -667,7 +667,7 @@ pub mod adapter {
 #[doc(hidden)]
 pub mod adapter_split {
     mod generated {
-        include!(concat!(env!("OUT_DIR"), "/adapter_split/volo_gen.rs"));
+        grpc_stream_codec::volo::include_service!("adapter_split/volo_gen.rs");
     }
     pub use generated::volo_gen::streamcodec::echo::v1::*;
 

@@ -1,0 +1,98 @@
+//! A value installed in a thread-local only while a layer polls the service
+//! it wraps.
+//!
+//! volo-build's generated code creates every `RecvStream` and `encode` body
+//! itself, with nothing but the body and the compression, so a layer cannot
+//! hand them a setting. It can make the setting visible while it polls its
+//! inner service, which is when the generated code runs: on a server
+//! (`layer_front`) that is where request streams are made and responses
+//! encoded, on a client (`layer_inner`) where the request is encoded and
+//! the response stream made.
+
+use std::cell::RefCell;
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::thread::LocalKey;
+
+use pin_project_lite::pin_project;
+
+/// The thread-local a [`Scoped`] future installs its value in.
+pub(super) type Slot<T> = LocalKey<RefCell<Option<T>>>;
+
+pin_project! {
+    /// Polls `inner` with `value` installed in `slot`.
+    pub(super) struct Scoped<T: 'static, F> {
+        slot: &'static Slot<T>,
+        value: Option<T>,
+        #[pin]
+        inner: F,
+    }
+}
+
+impl<T: 'static, F> Scoped<T, F> {
+    /// `inner`, polled with `value` in `slot`.
+    pub(super) fn new(slot: &'static Slot<T>, value: T, inner: F) -> Self {
+        Scoped {
+            slot,
+            value: Some(value),
+            inner,
+        }
+    }
+}
+
+impl<T: 'static, F: Future> Future for Scoped<T, F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        let _installed = Installed::swap(this.slot, this.value);
+        this.inner.poll(cx)
+    }
+}
+
+/// Swaps a value into the thread-local and back out on drop, so an
+/// unwinding poll leaves nothing behind and nested scopes restore the outer.
+struct Installed<'a, T: 'static> {
+    slot: &'static Slot<T>,
+    value: &'a mut Option<T>,
+}
+
+impl<'a, T: 'static> Installed<'a, T> {
+    fn swap(slot: &'static Slot<T>, value: &'a mut Option<T>) -> Self {
+        slot.with(|cell| std::mem::swap(&mut *cell.borrow_mut(), value));
+        Installed { slot, value }
+    }
+}
+
+impl<T: 'static> Drop for Installed<'_, T> {
+    fn drop(&mut self) {
+        self.slot
+            .with(|cell| std::mem::swap(&mut *cell.borrow_mut(), self.value));
+    }
+}
+
+/// The value the enclosing scope installed in `slot`, if any.
+pub(super) fn current<T: Clone + 'static>(slot: &'static Slot<T>) -> Option<T> {
+    slot.with(|cell| cell.borrow().clone())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    thread_local! {
+        static SLOT: RefCell<Option<u32>> = const { RefCell::new(None) };
+    }
+
+    #[test]
+    fn the_value_is_seen_only_while_polling_and_nests() {
+        let seen = futures_util::FutureExt::now_or_never(Scoped::new(&SLOT, 1, async {
+            let before = current(&SLOT);
+            let nested = Scoped::new(&SLOT, 2, async { current(&SLOT) }).await;
+            (before, nested, current(&SLOT))
+        }));
+        assert_eq!(seen, Some((Some(1), Some(2), Some(1))));
+        assert_eq!(current(&SLOT), None);
+    }
+}
