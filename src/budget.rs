@@ -50,11 +50,14 @@
 //!   whose message has started and whose grant fits, oldest first (finishing
 //!   a message is what frees memory), then, when none of those waits, to
 //!   the streams waiting to start a message, strictly in arrival order.
-//!   A message starts only when all of it would fit in what is free at that
-//!   moment (nothing is reserved: its growth is still counted as it
-//!   arrives), so released memory finishes messages instead of being spread
-//!   over many that each hold a part and wait. For the same reason a
-//!   message that has to wait is granted the rest of its growth at once
+//!   A message starts only when all of it fits beside what is in use and
+//!   what messages already started still need: the rest of its declared
+//!   length is then *reserved* (kept free for it, not counted as in use:
+//!   its growth is still counted as it arrives) and every later growth of
+//!   it is granted without waiting. Under exhaustion, streams therefore
+//!   finish their messages one after the other at full speed, instead of
+//!   all of them holding a part of one and waiting for the rest. A message
+//!   that has to wait to start is granted all of its growth at once
 //!   (counted from then on, allocated as its bytes arrive).
 //! - **HTTP/2 windows**: a waiting stream leaves up to its stream window
 //!   unread, which also fills its connection's window. Keep the stream
@@ -154,6 +157,14 @@ pub trait ReceiveBudget: Send + Sync + 'static {
     /// Gives back `bytes` taken earlier; wakes waiters that now fit.
     fn release(&self, bytes: usize);
 
+    /// The message `slot` was assembling is complete or abandoned: nothing
+    /// more of it will be asked for, so what was kept free for the rest of
+    /// it (see [`WaitSlot::reserved`]) is free again. A policy that keeps
+    /// nothing free for started messages need not do anything.
+    fn message_received(&self, slot: &mut WaitSlot) {
+        let _ = slot;
+    }
+
     /// The overdrawn message of `slot` is freed (or was never handed out):
     /// the overdraft is free again.
     fn message_done(&self, slot: &mut WaitSlot);
@@ -187,6 +198,9 @@ pub struct WaitSlot {
     pub queued: Option<u64>,
     /// Whether the stream holds the overdraft (see the progress rule).
     pub overdraft: bool,
+    /// What the budget keeps free for the rest of the message the stream
+    /// assembles: granted without waiting as the message grows.
+    pub reserved: usize,
 }
 
 /// A snapshot of a budget.
@@ -196,6 +210,9 @@ pub struct BudgetStats {
     pub capacity: usize,
     /// Bytes counted now (may exceed `capacity`: see the module docs).
     pub in_use: usize,
+    /// Bytes kept free for messages that have started and not yet fully
+    /// arrived (their declared length less what is counted).
+    pub reserved: usize,
     /// The most ever in use at once.
     pub peak: usize,
     /// Streams waiting for memory now.

@@ -160,10 +160,10 @@ async fn a_message_larger_than_the_whole_budget_fails_on_its_header() {
     assert_eq!(budget.stats().in_use, 0);
 }
 
-/// Eight streams of one 128 KiB message each against 256 KiB: four grow to
-/// 64 KiB and all eight then wait. Returns each stream's outcome and the
-/// budget's peak.
-async fn all_hold_part_and_wait(budget: &SharedBudget) -> Vec<Result<usize, Code>> {
+/// Eight streams of one 128 KiB message each against 256 KiB, polled
+/// together, each body pending before every 16 KiB frame. Returns each
+/// stream's outcome.
+async fn eight_large_messages_at_once(budget: &SharedBudget) -> Vec<Result<usize, Code>> {
     let streams = (0..8u8).map(|i| {
         let body = interleaved_body(frames(&envelope(128 * KIB, i), 16 * KIB));
         let mut stream =
@@ -186,36 +186,93 @@ async fn all_hold_part_and_wait(budget: &SharedBudget) -> Vec<Result<usize, Code
 }
 
 #[tokio::test]
-async fn progress_rule_the_oldest_waiter_overdraws_by_one_message() {
+async fn messages_that_start_are_kept_room_to_finish_so_streams_take_turns() {
+    // No progress rule, and a timeout as the only way out: before messages
+    // reserved the rest of their length, all eight started, grew to 32 KiB
+    // and waited for each other until they timed out.
     let budget = SharedBudget::new(256 * KIB)
-        .with_max_wait(NEVER)
-        .with_overdraft_after(Duration::from_millis(5));
-    let outcomes = all_hold_part_and_wait(&budget).await;
+        .with_max_wait(Duration::from_secs(10))
+        .with_overdraft_after(NEVER);
+    let outcomes = eight_large_messages_at_once(&budget).await;
     assert!(outcomes.iter().all(|o| *o == Ok(128 * KIB)), "{outcomes:?}");
     let stats = budget.stats();
-    // The rule was needed (the peak went over) and kept to one message.
-    assert!(stats.peak > 256 * KIB, "{stats:?}");
-    assert!(stats.peak <= 256 * KIB + 128 * KIB, "{stats:?}");
-    assert_eq!((stats.in_use, stats.waiting, stats.timed_out), (0, 0, 0));
+    // Two at a time: the other six waited to start, none overdrew.
+    assert!(stats.waits >= 6, "{stats:?}");
+    assert!(stats.peak <= 256 * KIB, "{stats:?}");
+    assert_eq!(
+        (stats.in_use, stats.reserved, stats.waiting, stats.timed_out),
+        (0, 0, 0, 0),
+        "{stats:?}"
+    );
+}
+
+/// One stream: `smalls` messages of 1 KiB that the consumer keeps (never
+/// gated, counted in their slabs), then one 32 KiB message; only once that
+/// has arrived are they all dropped. Returns how many bytes arrived.
+async fn keeps_smalls_until_a_large_one(
+    budget: &SharedBudget,
+    smalls: usize,
+) -> Result<usize, Code> {
+    let mut wire: Vec<u8> = (0..smalls).flat_map(|i| envelope(KIB, i as u8)).collect();
+    wire.extend(envelope(32 * KIB, 0xee));
+    let body = interleaved_body(frames(&wire, 8 * KIB));
+    let mut stream = Streaming::new_request(body, BytesDecoder, None).with_budget(budget.clone());
+    let mut kept = Vec::new();
+    loop {
+        match stream.message().await {
+            Ok(Some(message)) if message.len() == 32 * KIB => {
+                let total = kept.iter().map(|m: &Bytes| m.len()).sum::<usize>() + message.len();
+                return Ok(total);
+            }
+            Ok(Some(message)) => kept.push(message),
+            Ok(None) => return Ok(kept.iter().map(|m| m.len()).sum()),
+            Err(status) => return Err(status.code()),
+        }
+    }
 }
 
 #[tokio::test]
-async fn without_the_progress_rule_the_same_streams_deadlock_until_they_time_out() {
-    let budget = SharedBudget::new(256 * KIB)
+async fn progress_rule_the_oldest_waiter_overdraws_by_one_message() {
+    // 96 KiB of kept small messages hold more than the 64 KiB budget, and
+    // nothing is freed until the large message arrives.
+    let budget = SharedBudget::new(64 * KIB)
+        .with_max_wait(NEVER)
+        .with_overdraft_after(Duration::from_millis(5));
+    let outcome = keeps_smalls_until_a_large_one(&budget, 96).await;
+    assert_eq!(outcome, Ok(96 * KIB + 32 * KIB));
+    let stats = budget.stats();
+    // What the same stream holds with room to spare: the kept slabs (never
+    // gated) and the large message.
+    let ample = SharedBudget::new(1 << 30);
+    assert_eq!(keeps_smalls_until_a_large_one(&ample, 96).await, outcome);
+    let unconstrained = ample.stats().peak;
+    // The rule was needed (a wait, the peak over the capacity) and let
+    // exactly the one message through: nothing beyond what the stream holds
+    // unconstrained.
+    assert!(stats.waits >= 1, "{stats:?}");
+    assert!(stats.peak > 64 * KIB, "{stats:?}");
+    assert!(stats.peak <= unconstrained, "{stats:?} vs {unconstrained}");
+    assert_eq!(
+        (stats.in_use, stats.reserved, stats.waiting),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+}
+
+#[tokio::test]
+async fn without_the_progress_rule_memory_the_stream_itself_holds_blocks_it_until_timeout() {
+    let budget = SharedBudget::new(64 * KIB)
         .with_max_wait(Duration::from_millis(100))
         .with_overdraft_after(NEVER);
-    let outcomes = all_hold_part_and_wait(&budget).await;
-    // Nobody can finish until waits time out (oldest first); only the
-    // memory they give back lets a last one through.
-    let failed = outcomes
-        .iter()
-        .filter(|o| **o == Err(Code::ResourceExhausted))
-        .count();
-    assert!(failed >= 4, "{outcomes:?}");
+    let outcome = keeps_smalls_until_a_large_one(&budget, 96).await;
+    assert_eq!(outcome, Err(Code::ResourceExhausted));
     let stats = budget.stats();
-    assert_eq!(stats.timed_out as usize, failed);
-    assert!(stats.peak <= 256 * KIB);
-    assert_eq!(stats.in_use, 0);
+    assert_eq!(stats.timed_out, 1, "{stats:?}");
+    assert_eq!(
+        (stats.in_use, stats.reserved, stats.waiting),
+        (0, 0, 0),
+        "{stats:?}"
+    );
 }
 
 #[tokio::test]

@@ -38,8 +38,8 @@ impl Drop for Share {
         }
         if self.overdraft {
             let mut slot = WaitSlot {
-                queued: None,
                 overdraft: true,
+                ..WaitSlot::default()
             };
             self.budget.policy().message_done(&mut slot);
         }

@@ -51,6 +51,9 @@ struct Inner {
 struct State {
     in_use: usize,
     peak: usize,
+    /// What started messages will still allocate (declared, not yet
+    /// received): kept free for them, so a message that starts can finish.
+    reserved: usize,
     /// Waiters whose message is under way, in arrival order (deadlines
     /// therefore ascend too); served first.
     under_way: VecDeque<Waiter>,
@@ -72,6 +75,8 @@ struct Waiter {
     /// What must be free to serve it: `bytes`, or for a message to start,
     /// all it will allocate.
     fit: usize,
+    /// Whether it waits to start a message (else to grow one).
+    starts: bool,
     waker: Waker,
     /// From then on it may take the overdraft.
     overdraft_at: Instant,
@@ -84,6 +89,10 @@ enum Resolution {
     Granted {
         bytes: usize,
         overdraft: bool,
+        /// For a message that starts: what is kept free for its rest.
+        reserve: usize,
+        /// Whether the grant starts a message (else it grows one).
+        starts: bool,
     },
     TimedOut,
 }
@@ -162,12 +171,42 @@ impl Inner {
         state.in_use.saturating_add(bytes) <= self.capacity
     }
 
-    /// Whether `request` may be served without waiting: it fits, and no
-    /// waiter it must not overtake is queued.
-    fn may_take_now(&self, state: &State, request: Request) -> bool {
+    /// Whether a message that will allocate `bytes` in all may start: it
+    /// fits beside what is in use and what started messages still need.
+    fn admits(&self, state: &State, bytes: usize) -> bool {
+        state
+            .in_use
+            .saturating_add(state.reserved)
+            .saturating_add(bytes)
+            <= self.capacity
+    }
+
+    /// Whether `request` may be served without waiting: a message under
+    /// way takes what it was promised, or what fits; a message starts if
+    /// all of it is admitted and no waiter it must not overtake is queued.
+    fn may_take_now(&self, state: &State, slot: &WaitSlot, request: Request) -> bool {
         match request.starting {
-            None => self.fits(state, request.bytes),
-            Some(rest) => Self::waiting(state) == 0 && self.fits(state, rest.max(request.bytes)),
+            None => request.bytes <= slot.reserved || self.fits(state, request.bytes),
+            Some(rest) => Self::waiting(state) == 0 && self.admits(state, rest.max(request.bytes)),
+        }
+    }
+
+    /// Counts a grant made at once: a chunk of a message under way comes
+    /// out of what the message was promised; a message that starts is
+    /// promised the rest of it.
+    fn take_now(&self, state: &mut State, slot: &mut WaitSlot, request: Request) {
+        self.add(state, request.bytes);
+        match request.starting {
+            None => {
+                let promised = request.bytes.min(slot.reserved);
+                slot.reserved -= promised;
+                state.reserved -= promised;
+            }
+            Some(rest) => {
+                let promise = rest.saturating_sub(request.bytes);
+                slot.reserved += promise;
+                state.reserved += promise;
+            }
         }
     }
 
@@ -199,7 +238,7 @@ impl Inner {
             return woken;
         }
         while let Some(head) = state.starting.front() {
-            let overdraft = if self.fits(state, head.fit) {
+            let overdraft = if self.admits(state, head.fit) {
                 false
             } else if state.overdraft.is_none() && head.overdraft_at <= now {
                 true
@@ -215,6 +254,12 @@ impl Inner {
 
     fn grant(&self, state: &mut State, waiter: Waiter, overdraft: bool, woken: &mut Vec<Waker>) {
         self.add(state, waiter.bytes);
+        let reserve = if waiter.starts {
+            waiter.fit.saturating_sub(waiter.bytes)
+        } else {
+            0
+        };
+        state.reserved += reserve;
         if overdraft {
             state.overdraft = Some(waiter.id);
         }
@@ -223,6 +268,8 @@ impl Inner {
             Resolution::Granted {
                 bytes: waiter.bytes,
                 overdraft,
+                reserve,
+                starts: waiter.starts,
             },
         );
         woken.push(waiter.waker);
@@ -260,6 +307,27 @@ impl Inner {
                 state.resolved.insert(expired.id, Resolution::TimedOut);
                 woken.push(expired.waker);
             }
+        }
+    }
+
+    /// Hands a waited-for grant to its stream: a message that starts keeps
+    /// its reserve; a message that grows uses up its own reserve first.
+    fn collect(
+        state: &mut State,
+        slot: &mut WaitSlot,
+        bytes: usize,
+        overdraft: bool,
+        reserve: usize,
+        starts: bool,
+    ) {
+        slot.queued = None;
+        slot.overdraft |= overdraft;
+        if starts {
+            slot.reserved += reserve;
+        } else {
+            let promised = bytes.min(slot.reserved);
+            slot.reserved -= promised;
+            state.reserved = state.reserved.saturating_sub(promised);
         }
     }
 
@@ -333,8 +401,8 @@ impl ReceiveBudget for Inner {
 
     fn try_acquire(&self, slot: &mut WaitSlot, request: Request) -> bool {
         let mut state = self.lock();
-        if slot.overdraft || self.may_take_now(&state, request) {
-            self.add(&mut state, request.bytes);
+        if slot.overdraft || self.may_take_now(&state, slot, request) {
+            self.take_now(&mut state, slot, request);
             return true;
         }
         false
@@ -355,9 +423,13 @@ impl ReceiveBudget for Inner {
         let mut state = self.lock();
         if let Some(id) = slot.queued {
             match state.resolved.remove(&id) {
-                Some(Resolution::Granted { overdraft, .. }) => {
-                    slot.queued = None;
-                    slot.overdraft |= overdraft;
+                Some(Resolution::Granted {
+                    bytes,
+                    overdraft,
+                    reserve,
+                    starts,
+                }) => {
+                    Self::collect(&mut state, slot, bytes, overdraft, reserve, starts);
                     return Poll::Ready(Ok(()));
                 }
                 Some(Resolution::TimedOut) => {
@@ -382,8 +454,8 @@ impl ReceiveBudget for Inner {
             // Not queued and not resolved: a slot from another budget.
             slot.queued = None;
         }
-        if slot.overdraft || self.may_take_now(&state, request) {
-            self.add(&mut state, bytes);
+        if slot.overdraft || self.may_take_now(&state, slot, request) {
+            self.take_now(&mut state, slot, request);
             return Poll::Ready(Ok(()));
         }
         let id = state.next_id;
@@ -398,6 +470,7 @@ impl ReceiveBudget for Inner {
             id,
             bytes,
             fit: request.starting.map_or(bytes, |rest| rest.max(bytes)),
+            starts: request.starting.is_some(),
             waker: cx.waker().clone(),
             overdraft_at: now + self.overdraft_after,
             deadline: now + self.max_wait,
@@ -405,9 +478,14 @@ impl ReceiveBudget for Inner {
         slot.queued = Some(id);
         // With a zero overdraft delay it may be served at once.
         let woken = self.serve(&mut state);
-        if let Some(Resolution::Granted { overdraft, .. }) = state.resolved.remove(&id) {
-            slot.queued = None;
-            slot.overdraft |= overdraft;
+        if let Some(Resolution::Granted {
+            bytes,
+            overdraft,
+            reserve,
+            starts,
+        }) = state.resolved.remove(&id)
+        {
+            Self::collect(&mut state, slot, bytes, overdraft, reserve, starts);
             drop(state);
             woken.into_iter().for_each(Waker::wake);
             return Poll::Ready(Ok(()));
@@ -421,6 +499,21 @@ impl ReceiveBudget for Inner {
     fn release(&self, bytes: usize) {
         let mut state = self.lock();
         state.in_use = state.in_use.saturating_sub(bytes);
+        if Self::waiting(&state) == 0 {
+            return;
+        }
+        let woken = self.serve(&mut state);
+        drop(state);
+        woken.into_iter().for_each(Waker::wake);
+    }
+
+    fn message_received(&self, slot: &mut WaitSlot) {
+        let promised = std::mem::take(&mut slot.reserved);
+        if promised == 0 {
+            return;
+        }
+        let mut state = self.lock();
+        state.reserved = state.reserved.saturating_sub(promised);
         if Self::waiting(&state) == 0 {
             return;
         }
@@ -445,16 +538,24 @@ impl ReceiveBudget for Inner {
 
     fn cancel(&self, slot: &mut WaitSlot) {
         let queued = slot.queued.take();
-        if queued.is_none() && !slot.overdraft {
+        if queued.is_none() && !slot.overdraft && slot.reserved == 0 {
             return;
         }
         let mut state = self.lock();
+        let promised = std::mem::take(&mut slot.reserved);
+        state.reserved = state.reserved.saturating_sub(promised);
         if let Some(id) = queued {
             state.under_way.retain(|w| w.id != id);
             state.starting.retain(|w| w.id != id);
             match state.resolved.remove(&id) {
-                Some(Resolution::Granted { bytes, overdraft }) => {
+                Some(Resolution::Granted {
+                    bytes,
+                    overdraft,
+                    reserve,
+                    ..
+                }) => {
                     state.in_use = state.in_use.saturating_sub(bytes);
+                    state.reserved = state.reserved.saturating_sub(reserve);
                     slot.overdraft |= overdraft;
                 }
                 Some(Resolution::TimedOut) | None => {}
@@ -474,6 +575,7 @@ impl ReceiveBudget for Inner {
         BudgetStats {
             capacity: self.capacity,
             in_use: state.in_use,
+            reserved: state.reserved,
             peak: state.peak,
             waiting: Self::waiting(&state),
             timed_out: state.timed_out,

@@ -95,6 +95,7 @@ impl StreamBudget {
     /// The assembled message's share, to travel with it; the message is
     /// complete.
     pub(crate) fn message_share(&mut self) -> Share {
+        self.message_received();
         let held = std::mem::take(&mut self.held);
         if std::mem::take(&mut self.slot.overdraft) {
             // The overdraft stays taken until this message is freed.
@@ -106,11 +107,18 @@ impl StreamBudget {
     /// The message's memory is freed (decompressed, failed): give its share
     /// back; the message is over.
     pub(crate) fn release_message(&mut self) {
+        self.message_received();
         let held = std::mem::take(&mut self.held);
         if held > 0 {
             self.budget.policy().release(held);
         }
         self.message_done();
+    }
+
+    fn message_received(&mut self) {
+        if self.slot.reserved > 0 {
+            self.budget.policy().message_received(&mut self.slot);
+        }
     }
 
     fn message_done(&mut self) {
@@ -126,7 +134,7 @@ impl Drop for StreamBudget {
         if unused > 0 {
             self.budget.policy().release(unused);
         }
-        if self.slot.queued.is_some() || self.slot.overdraft {
+        if self.slot.queued.is_some() || self.slot.overdraft || self.slot.reserved > 0 {
             self.budget.policy().cancel(&mut self.slot);
         }
     }
