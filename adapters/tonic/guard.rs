@@ -493,9 +493,7 @@ impl Inspector {
             Inspector::PassThrough { tracker, .. } => tracker.at_boundary(),
             Inspector::Assembling {
                 assembler, payload, ..
-            } => {
-                assembler.is_idle() && payload.is_none()
-            }
+            } => assembler.is_idle() && payload.is_none(),
         }
     }
 }

@@ -176,7 +176,9 @@ impl MessageCheck {
     fn new(encoding: CompressionEncoding, limit: usize) -> Option<Self> {
         let inflater = match encoding {
             #[cfg(feature = "gzip")]
-            CompressionEncoding::Gzip => Inflater::Deflate(Box::new(flate2::Decompress::new_gzip(15))),
+            CompressionEncoding::Gzip => {
+                Inflater::Deflate(Box::new(flate2::Decompress::new_gzip(15)))
+            }
             #[cfg(feature = "deflate")]
             CompressionEncoding::Deflate => {
                 Inflater::Deflate(Box::new(flate2::Decompress::new(true)))
@@ -206,7 +208,9 @@ impl MessageCheck {
     fn feed(&mut self, input: &[u8]) -> Result<(), Status> {
         let produced = match &mut self.inflater {
             #[cfg(any(feature = "gzip", feature = "deflate"))]
-            Inflater::Deflate(state) => inflate(state, input, &mut self.scratch, self.limit, self.produced),
+            Inflater::Deflate(state) => {
+                inflate(state, input, &mut self.scratch, self.limit, self.produced)
+            }
             #[cfg(feature = "zstd")]
             Inflater::Zstd(ctx) => unzstd(ctx, input, &mut self.scratch, self.limit, self.produced),
             Inflater::Done => return Ok(()),
@@ -351,9 +355,16 @@ mod tests {
             );
             for chunk in [1, 7, 100, wire.len()] {
                 let mut follower = whole.follower();
-                let failed = wire.chunks(chunk).map(|c| follower.observe(c)).find_map(Result::err);
+                let failed = wire
+                    .chunks(chunk)
+                    .map(|c| follower.observe(c))
+                    .find_map(Result::err);
                 let err = failed.unwrap_or_else(|| panic!("{encoding} chunk {chunk}: accepted"));
-                assert_eq!(err.code(), Code::ResourceExhausted, "{encoding} chunk {chunk}");
+                assert_eq!(
+                    err.code(),
+                    Code::ResourceExhausted,
+                    "{encoding} chunk {chunk}"
+                );
             }
         }
     }
