@@ -16,6 +16,18 @@
 //! envelope into an `internal` error. The error is a `tonic::Status`, which
 //! tonic hands to the handler or caller as it is.
 //!
+//! # One limit
+//!
+//! A compressed message is held to the same receive limit once
+//! decompressed, and refused with the same status as a plain one: the guard
+//! decompresses it as it passes (see [`GuardedBody::with_encoding`]). tonic
+//! keeps a receive limit of its own behind the guard
+//! (`max_decoding_message_size`, 4 MiB unless set); [`guarded_server!`] and
+//! [`guarded_client!`] set it, and tonic's send limit, from the guard's
+//! [`Limits`], so that the guard, which sees every message first, is the one
+//! that refuses. Set apart, a guard limit above tonic's lets tonic's
+//! `OUT_OF_RANGE` through for the messages between the two.
+//!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
 //! use grpc_stream_codec::tonic::guard::{RequestGuardLayer, ResponseGuardLayer};
@@ -49,6 +61,10 @@ use crate::compression::CompressionEncoding;
 use crate::decode::{Decoded, EnvelopeAssembler};
 use crate::envelope::{EnvelopeHeader, HEADER_LEN, Limits};
 
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+mod inflated;
+#[cfg(not(any(feature = "gzip", feature = "deflate", feature = "zstd")))]
+#[path = "guard/inflated_none.rs"]
 mod inflated;
 mod one_limit;
 
