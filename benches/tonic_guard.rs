@@ -2,7 +2,8 @@
 //! decoding of compressed messages, in the same run.
 //!
 //! Each arm runs tonic's `Streaming` decoder (which decompresses every
-//! compressed message itself) over one body of gzip-compressed messages:
+//! compressed message itself) over one body of gzip- or zstd-compressed
+//! messages:
 //!
 //! - `tonic`: no guard;
 //! - `guard_wire_only`: the pass-through guard checking wire lengths only,
@@ -82,12 +83,13 @@ fn message(len: usize) -> Vec<u8> {
     out
 }
 
-/// `count` gzip envelopes of `len`-byte messages, cut into H2-sized frames.
-fn body_frames(len: usize, count: usize) -> (Vec<Bytes>, usize) {
+/// `count` compressed envelopes of `len`-byte messages, cut into H2-sized
+/// frames.
+fn body_frames(encoding: CompressionEncoding, len: usize, count: usize) -> (Vec<Bytes>, usize) {
     let mut compressed = Vec::new();
-    Compression::new(CompressionEncoding::Gzip)
+    Compression::new(encoding)
         .compress(&mut &message(len)[..], &mut compressed)
-        .expect("gzip");
+        .expect("compress");
     let mut wire = Vec::new();
     for _ in 0..count {
         wire.push(1);
@@ -103,17 +105,16 @@ fn body_frames(len: usize, count: usize) -> (Vec<Bytes>, usize) {
 }
 
 /// Decodes every message of `body` with tonic; the decompressed bytes seen.
-fn tonic_decodes<B>(body: B) -> usize
+fn tonic_decodes<B>(encoding: CompressionEncoding, body: B) -> usize
 where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
 {
-    let mut stream = Streaming::new_request(
-        RawDecoder,
-        body,
-        Some(tonic::codec::CompressionEncoding::Gzip),
-        None,
-    );
+    let encoding = match encoding {
+        CompressionEncoding::Zstd => tonic::codec::CompressionEncoding::Zstd,
+        _ => tonic::codec::CompressionEncoding::Gzip,
+    };
+    let mut stream = Streaming::new_request(RawDecoder, body, Some(encoding), None);
     let waker = futures_util::task::noop_waker();
     let mut cx = Context::from_waker(&waker);
     let mut total = 0;
@@ -127,30 +128,30 @@ where
 }
 
 fn bench(c: &mut Criterion) {
-    for (len, count) in [(KIB, 256), (64 * KIB, 16), (MIB, 2)] {
-        let (frames, compressed) = body_frames(len, count);
-        let name = format!("tonic_guard/gzip {} x {count}", size_name(len));
+    let cases = [CompressionEncoding::Gzip, CompressionEncoding::Zstd]
+        .into_iter()
+        .flat_map(|e| [(e, KIB, 256), (e, 64 * KIB, 16), (e, MIB, 2)]);
+    for (encoding, len, count) in cases {
+        let (frames, compressed) = body_frames(encoding, len, count);
+        let name = format!("tonic_guard/{encoding} {} x {count}", size_name(len));
         println!("{name}: {compressed} B compressed per message");
         let mut group = c.benchmark_group(name);
         group.throughput(Throughput::Bytes((len * count) as u64));
         let frames = || Frames(frames.iter().cloned().collect());
         group.bench_function("tonic", |b| {
-            b.iter(|| assert_eq!(tonic_decodes(frames()), len * count));
+            b.iter(|| assert_eq!(tonic_decodes(encoding, frames()), len * count));
         });
         group.bench_function("guard_wire_only", |b| {
             b.iter(|| {
                 let body = GuardedBody::new(frames(), GuardConfig::default());
-                assert_eq!(tonic_decodes(body), len * count);
+                assert_eq!(tonic_decodes(encoding, body), len * count);
             });
         });
         group.bench_function("guard_checked", |b| {
             b.iter(|| {
-                let body = GuardedBody::with_encoding(
-                    frames(),
-                    GuardConfig::default(),
-                    Some(CompressionEncoding::Gzip),
-                );
-                assert_eq!(tonic_decodes(body), len * count);
+                let body =
+                    GuardedBody::with_encoding(frames(), GuardConfig::default(), Some(encoding));
+                assert_eq!(tonic_decodes(encoding, body), len * count);
             });
         });
         group.finish();

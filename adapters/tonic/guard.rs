@@ -109,7 +109,8 @@ pub struct GuardConfig {
 }
 
 impl GuardConfig {
-    /// The receive limit from `limits` (default 4 MiB).
+    /// The limits (default: receive 4 MiB). The guard reads only the
+    /// receive limit; see [`guarded_server!`] for the send limit.
     pub fn with_limits(mut self, limits: Limits) -> Self {
         self.limits = limits;
         self
