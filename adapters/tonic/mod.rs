@@ -11,12 +11,37 @@
 //! channels, tower layers, interceptors, tonic-web and tonic-health work as
 //! before.
 //!
-//! ```ignore
-//! // build.rs
-//! let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
-//! tonic_prost_build::configure().bytes(".").compile_fds(fds)?;
-//! grpc_stream_codec::tonic::build::rewrite_out_dir()?;
+//! ```no_run
+//! // build.rs: generate as usual, then point the generated code at this crate.
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     println!("cargo:rerun-if-changed=proto");
+//!     let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
+//!     tonic_prost_build::configure()
+//!         // Optional: every `bytes` field becomes `bytes::Bytes` (not `Vec<u8>`).
+//!         .bytes(".")
+//!         .compile_fds(fds)?;
+//!     grpc_stream_codec::tonic::build::rewrite_out_dir()?;
+//!     Ok(())
+//! }
+//! # mod protox {
+//! #     pub struct Fds;
+//! #     pub fn compile<const N: usize, const M: usize>(
+//! #         _: [&str; N], _: [&str; M],
+//! #     ) -> Result<Fds, std::io::Error> { Ok(Fds) }
+//! # }
+//! # mod tonic_prost_build {
+//! #     pub fn configure() -> B { B }
+//! #     pub struct B;
+//! #     impl B {
+//! #         pub fn codec_path(self, _: &str) -> Self { self }
+//! #         pub fn bytes(self, _: &str) -> Self { self }
+//! #         pub fn compile_fds(self, _: super::protox::Fds) -> std::io::Result<()> { Ok(()) }
+//! #     }
+//! # }
 //! ```
+//!
+//! (The README's copy of this build script is compiled in the repository's
+//! `examples/readme-tonic-full`.)
 //!
 //! Client-streaming and bidi handlers then take
 //! `tonic::Request<grpc_stream_codec::tonic::Streaming<T>>`. One deliberate
@@ -30,13 +55,40 @@
 //! its own framing and the codec decides how each message is encoded into,
 //! and decoded out of, tonic's buffers:
 //!
-//! ```ignore
-//! let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
-//! tonic_prost_build::configure()
-//!     .codec_path("grpc_stream_codec::tonic::ProstCodec")
-//!     .bytes(".")
-//!     .compile_fds(fds)?;
+//! ```no_run
+//! // build.rs: generate the service with this crate's codec; no system protoc.
+//! fn main() -> Result<(), Box<dyn std::error::Error>> {
+//!     println!("cargo:rerun-if-changed=proto");
+//!     let fds = protox::compile(["proto/echo.proto"], ["proto"])?;
+//!     tonic_prost_build::configure()
+//!         .codec_path("grpc_stream_codec::tonic::ProstCodec")
+//!         // Optional: every `bytes` field becomes `bytes::Bytes` (not `Vec<u8>`).
+//!         .bytes(".")
+//!         .compile_fds(fds)?;
+//!     Ok(())
+//! }
+//! # mod protox {
+//! #     pub struct Fds;
+//! #     pub fn compile<const N: usize, const M: usize>(
+//! #         _: [&str; N], _: [&str; M],
+//! #     ) -> Result<Fds, std::io::Error> { Ok(Fds) }
+//! # }
+//! # mod tonic_prost_build {
+//! #     pub fn configure() -> B { B }
+//! #     pub struct B;
+//! #     impl B {
+//! #         pub fn codec_path(self, _: &str) -> Self { self }
+//! #         pub fn bytes(self, _: &str) -> Self { self }
+//! #         pub fn compile_fds(self, _: super::protox::Fds) -> std::io::Result<()> { Ok(()) }
+//! #     }
+//! # }
 //! ```
+//!
+//! `.bytes(".")` is optional: it turns every `bytes` field from `Vec<u8>`
+//! into `bytes::Bytes`, which changes the generated types (handlers written
+//! for `Vec<u8>` need `.into()`); what is said below about kept fields is
+//! about `Bytes` fields. (The README's copy of this build script is compiled
+//! in the repository's `examples/readme-tonic`.)
 //!
 //! What changes against `tonic_prost::ProstCodec`: a decoded message never
 //! points into tonic's per-stream read buffer. Stock prost decoding slices
@@ -48,7 +100,8 @@
 //! What does not change: tonic's read buffer itself, which grows to the
 //! largest message received and keeps that size for the life of the stream.
 //! The [`guard`] layer fixes what tonic's framing gets wrong without
-//! replacing it.
+//! replacing it; [`guard::guarded_server!`] and [`guard::guarded_client!`]
+//! give the guard and tonic one limit.
 //!
 //! Both ways convert between this crate's [`Status`](crate::Status) and
 //! [`tonic::Status`].
