@@ -23,6 +23,8 @@ COLORS = {
     "tonic-codec": "#e07b39",
     "tonic-codec-guard-pass": "#f0a868",
     "tonic-codec-guard-assemble": "#f5c89a",
+    "tonic-full": "#b8442c",
+    "bare-hyper": "#6a6a6a",
 }
 
 
@@ -197,7 +199,7 @@ def main():
     out.append(
         f'<text x="{left}" y="{top + height + 62}" font-size="10" fill="#555">'
         f'median of {settings.get("rounds")} rounds, {settings.get("window_s")} s windows; '
-        f'numbers under bars: streams/s (client-bound on 2 cores)</text>'
+        f'numbers under bars: streams/s</text>'
     )
     out.append("</svg>")
     import os
