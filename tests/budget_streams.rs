@@ -275,6 +275,66 @@ async fn without_the_progress_rule_memory_the_stream_itself_holds_blocks_it_unti
     );
 }
 
+/// A hostile stream: a header declaring `declared` bytes and the first
+/// 1 KiB of them, then nothing, ever.
+fn stalls_after_a_header(declared: usize) -> Counted {
+    let mut wire = EnvelopeHeader::message(false, declared as u32)
+        .to_bytes()
+        .to_vec();
+    wire.resize(HEADER + KIB, 0xaa);
+    StreamBody::new(
+        stream::iter([Ok(Frame::data(Bytes::from(wire)))])
+            .chain(stream::pending())
+            .boxed(),
+    )
+}
+
+#[tokio::test]
+async fn streams_that_declare_large_messages_and_stall_cannot_starve_the_rest() {
+    // Two peers declare 128 KiB each and stop after 1 KiB: their messages
+    // have started, so the rest of them is reserved and the 256 KiB budget
+    // has no room to start another message, while almost nothing is in use.
+    let budget = SharedBudget::new(256 * KIB)
+        .with_max_wait(NEVER)
+        .with_overdraft_after(Duration::from_millis(5));
+    let mut hostile: Vec<_> = (0..2)
+        .map(|_| {
+            Streaming::new_request(stalls_after_a_header(128 * KIB), BytesDecoder, None)
+                .with_budget(budget.clone())
+        })
+        .collect();
+    for stream in &mut hostile {
+        assert!(stream.next().now_or_never().is_none(), "it waits for bytes");
+    }
+    let held = budget.stats();
+    assert_eq!(held.reserved + held.in_use, 256 * KIB, "{held:?}");
+
+    // Well-behaved streams still finish, one at a time through the
+    // overdraft, instead of waiting until the hostile ones time out.
+    for fill in 1..=3u8 {
+        let (mut honest, _) = stream_of(frames(&envelope(128 * KIB, fill), 16 * KIB), &budget);
+        let message = honest.message().await.unwrap().unwrap();
+        assert_eq!(message, vec![fill; 128 * KIB]);
+        let stats = budget.stats();
+        assert!(stats.in_use <= 256 * KIB + 128 * KIB, "{stats:?}");
+    }
+    let stats = budget.stats();
+    assert!(
+        stats.waits >= 3,
+        "each honest message had to wait: {stats:?}"
+    );
+    assert_eq!(stats.timed_out, 0, "{stats:?}");
+
+    // Their reservations go when they do.
+    drop(hostile);
+    let stats = budget.stats();
+    assert_eq!(
+        (stats.in_use, stats.reserved, stats.waiting),
+        (0, 0, 0),
+        "{stats:?}"
+    );
+}
+
 #[tokio::test]
 async fn small_messages_keep_flowing_while_large_ones_hold_the_budget() {
     let budget = strict(64 * KIB);
