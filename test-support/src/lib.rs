@@ -2,7 +2,8 @@
 //! place: the counting allocator ([`alloc`]), a raw HTTP/2 gRPC peer for
 //! sending what no framework would ([`raw_h2`]), and waiting for counters
 //! to come to rest ([`settle`]); a server task a test owns ([`running`]) and
-//! a source of message bursts ([`burst`]).
+//! a source of message bursts ([`burst`]); a server binary a test starts
+//! ([`process`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -10,6 +11,7 @@
 
 pub mod alloc;
 pub mod burst;
+pub mod process;
 pub mod raw_h2;
 pub mod running;
 pub mod settle;

@@ -3,35 +3,16 @@
 //! the standard flags, print one `PASS`/`FAIL` line per case and the
 //! totals, and exit 0, 1 (a case failed) or 2 (bad flags).
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Command, Output};
 
-/// A server process, killed when dropped.
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use test_support::process::ListeningProcess;
 
 /// Starts `binary --port 0` and returns it with the port it printed.
-fn start(binary: &str) -> (Server, u16) {
-    let mut child = Command::new(binary)
-        .args(["--port", "0", "--host", "127.0.0.1"])
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("{binary} printed {line:?}"));
-    let port = addr.rsplit(':').next().unwrap().parse().unwrap();
+fn start(binary: &str) -> (ListeningProcess, u16) {
+    let mut command = Command::new(binary);
+    command.args(["--port", "0", "--host", "127.0.0.1"]);
+    let server = ListeningProcess::start(command);
+    let port = server.addr.port();
     (server, port)
 }
 

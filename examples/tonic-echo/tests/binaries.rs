@@ -2,40 +2,23 @@
 //! on one line, the client verifies every RPC and reports failure by its
 //! exit code.
 
-use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 
-struct Server(Child);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
+use test_support::process::ListeningProcess;
 
 /// Starts the server on port 0 and reads back the address it bound.
-fn start_server(stock: bool) -> (Server, String) {
+fn start_server(stock: bool) -> (ListeningProcess, String) {
     start_server_with(if stock { &["--stock"] } else { &[] })
 }
 
-fn start_server_with(extra: &[&str]) -> (Server, String) {
+fn start_server_with(extra: &[&str]) -> (ListeningProcess, String) {
     let mut command = Command::new(env!("CARGO_BIN_EXE_tonic-echo-server"));
-    command.args(["--listen", "127.0.0.1:0"]).args(extra);
-    let mut child = command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let stdout = child.stdout.take().unwrap();
-    let server = Server(child);
-    let mut line = String::new();
-    BufReader::new(stdout).read_line(&mut line).unwrap();
-    let addr = line
-        .trim()
-        .strip_prefix("listening on ")
-        .unwrap_or_else(|| panic!("unexpected first line {line:?}"))
-        .to_owned();
+    command
+        .args(["--listen", "127.0.0.1:0"])
+        .args(extra)
+        .stderr(Stdio::null());
+    let server = ListeningProcess::start(command);
+    let addr = server.addr.to_string();
     (server, addr)
 }
 

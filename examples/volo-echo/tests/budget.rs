@@ -17,10 +17,11 @@
 
 mod support;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, Write};
 use std::net::{Ipv4Addr, SocketAddr};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::process::{ChildStdin, Command, Stdio};
 use std::time::{Duration, Instant};
+use test_support::process::ListeningProcess;
 use test_support::settle::settle;
 
 use bytes::Bytes;
@@ -209,44 +210,34 @@ async fn stall_in_process(capacity: usize, message: usize, connections: usize, s
     server.abort();
 }
 
-/// A `volo-echo-server` child process.
+/// A `volo-echo-server` child process, answering `memory` on its stdin.
 struct ServerProcess {
-    child: Child,
+    process: ListeningProcess,
     stdin: ChildStdin,
-    stdout: BufReader<ChildStdout>,
     addr: SocketAddr,
 }
 
 impl ServerProcess {
     fn start(extra: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_volo-echo-server"))
+        let mut command = Command::new(env!("CARGO_BIN_EXE_volo-echo-server"));
+        command
             .args(["--listen", "127.0.0.1:0", "--report-memory"])
             .args(extra)
             .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("start volo-echo-server");
-        let stdin = child.stdin.take().expect("stdin");
-        let mut stdout = BufReader::new(child.stdout.take().expect("stdout"));
-        let mut line = String::new();
-        stdout.read_line(&mut line).expect("listening line");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .and_then(|addr| addr.parse().ok())
-            .expect("listening on ADDR");
+            .stderr(Stdio::null());
+        let mut process = ListeningProcess::start(command);
+        let stdin = process.child.stdin.take().expect("stdin");
+        let addr = process.addr;
         ServerProcess {
-            child,
+            process,
             stdin,
-            stdout,
             addr,
         }
     }
 
     /// (VmRSS, VmHWM) in bytes.
     fn rss(&self) -> (u64, u64) {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id()))
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.process.child.id()))
             .expect("/proc/PID/status");
         let field = |name: &str| {
             status
@@ -269,7 +260,7 @@ impl ServerProcess {
         writeln!(self.stdin, "{what}").expect("ask");
         self.stdin.flush().expect("flush");
         let mut line = String::new();
-        self.stdout.read_line(&mut line).expect("answer");
+        self.process.stdout.read_line(&mut line).expect("answer");
         line.trim().to_string()
     }
 
@@ -278,13 +269,6 @@ impl ServerProcess {
             .strip_prefix("live_bytes ")
             .and_then(|n| n.parse().ok())
             .expect("live_bytes N")
-    }
-}
-
-impl Drop for ServerProcess {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
     }
 }
 

@@ -9,10 +9,11 @@
 //! a plain `cargo test`; `interop/run.sh` installs both and runs them
 //! (`cargo test -p volo-echo --test grpcio_trailers_only -- --ignored`).
 
-use std::io::{BufRead, BufReader};
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::Command;
+
+use test_support::process::ListeningProcess;
 
 use volo_echo::adapter::{self, EchoClient, calls};
 use volo_echo::{ClientOptions, MetadataLayer, compression_by_name};
@@ -22,7 +23,7 @@ const NEEDS: &str = "needs python3 with grpcio and grpcio-tools; interop/run.sh 
 /// grpcio's Echo server on an ephemeral loopback port; killed on drop.
 struct Grpcio {
     addr: SocketAddr,
-    child: Child,
+    process: ListeningProcess,
     stubs: PathBuf,
 }
 
@@ -44,25 +45,18 @@ impl Grpcio {
             .status()
             .expect("run python3 -m grpc_tools.protoc");
         assert!(protoc.success(), "grpc_tools.protoc failed ({NEEDS})");
-        let mut child = Command::new("python3")
+        let mut command = Command::new("python3");
+        command
             .arg(root.join("interop/echo_server.py"))
             .arg("--stubs")
             .arg(&stubs)
-            .args(["--port", "0"])
-            .stdout(Stdio::piped())
-            .spawn()
-            .expect("start interop/echo_server.py");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the server's first line");
-        let addr = line
-            .trim()
-            .strip_prefix("listening on ")
-            .and_then(|addr| addr.parse().ok())
-            .unwrap_or_else(|| panic!("echo_server.py said {line:?}, not its address"));
-        Grpcio { addr, child, stubs }
+            .args(["--port", "0"]);
+        let process = ListeningProcess::start(command);
+        Grpcio {
+            addr: process.addr,
+            process,
+            stubs,
+        }
     }
 
     /// An adapter client, with `ClientCompressionLayer` compressing with
@@ -83,8 +77,9 @@ impl Grpcio {
 
 impl Drop for Grpcio {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        // The server first, then the stubs it runs from.
+        let _ = self.process.child.kill();
+        let _ = self.process.child.wait();
         let _ = std::fs::remove_dir_all(&self.stubs);
     }
 }
