@@ -36,8 +36,9 @@ echo "== building the example servers and clients ($profile)"
 build_flags=()
 [ "$profile" = release ] && build_flags+=(--release)
 # The same feature set as `cargo test --workspace --all-features`, so CI
-# reuses what the tests built.
-(cd "$root" && cargo build "${build_flags[@]}" --workspace --all-features --bins)
+# reuses what the tests built: `--tests` turns on the dev-dependencies, whose
+# features a plain `--bins` build would leave out, rebuilding every crate.
+(cd "$root" && cargo build "${build_flags[@]}" --workspace --all-features --bins --tests)
 bin="$root/target/$profile"
 
 # start_server NAME COMMAND...: starts a server that prints "listening on
