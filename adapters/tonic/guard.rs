@@ -25,8 +25,14 @@
 //! (`max_decoding_message_size`, 4 MiB unless set); [`guarded_server!`] and
 //! [`guarded_client!`] set it, and tonic's send limit, from the guard's
 //! [`Limits`], so that the guard, which sees every message first, is the one
-//! that refuses. Set apart, a guard limit above tonic's lets tonic's
-//! `OUT_OF_RANGE` through for the messages between the two.
+//! that refuses. Set apart, a server guard whose limit is above a service's
+//! tonic limit still answers with its own status: tonic refuses the
+//! messages between the two, and the guard restates tonic's refusal
+//! (`OUT_OF_RANGE`, or tonic's decompression-limit text) as its own
+//! `RESOURCE_EXHAUSTED` `message size N exceeds limit M`, M being tonic's
+//! limit. A client guard cannot: tonic's decoder sits above it and hands
+//! its `OUT_OF_RANGE` straight to the caller, so on clients keep tonic's
+//! limit at or above the guard's, or use [`guarded_client!`].
 //!
 //! ```no_run
 //! # async fn run() -> Result<(), Box<dyn std::error::Error>> {
@@ -67,8 +73,10 @@ mod inflated;
 #[path = "guard/inflated_none.rs"]
 mod inflated;
 mod one_limit;
+mod restate;
 
 use inflated::{InflatedLimit, PayloadFollower};
+pub use restate::RequestFuture;
 
 #[doc(inline)]
 pub use crate::__tonic_guarded_client as guarded_client;
@@ -186,9 +194,13 @@ macro_rules! guard_layer {
 /// [`wrap`](Self::wrap)) also goes straight into `add_service`; the limits
 /// are then yours to keep equal. For every service of a server:
 /// `Server::builder().layer(RequestGuardLayer::new())`, which sees no
-/// service's tonic limits: keep the layer's limit at or below every
-/// service's `max_decoding_message_size` (tonic's default is 4 MiB, the
-/// layer's too), or a message between the two gets tonic's `OUT_OF_RANGE`.
+/// service's tonic limits (tonic's default is 4 MiB, the layer's too). A
+/// service whose `max_decoding_message_size` is below the layer's limit
+/// refuses the messages between the two itself; the guard then rewrites
+/// tonic's refusal, in the response headers or trailers, into its own
+/// `RESOURCE_EXHAUSTED` `message size N exceeds limit M` (M = the service's
+/// limit), so clients see one status whichever limit is lower. A service
+/// whose limit is above the layer's is held to the layer's.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct RequestGuardLayer {
     config: GuardConfig,
@@ -216,15 +228,17 @@ impl<S: tonic::server::NamedService> tonic::server::NamedService for RequestGuar
     const NAME: &'static str = S::NAME;
 }
 
-impl<S, B> Service<http::Request<B>> for RequestGuard<S>
+impl<S, B, ResBody> Service<http::Request<B>> for RequestGuard<S>
 where
-    S: Service<http::Request<tonic::body::Body>>,
+    S: Service<http::Request<tonic::body::Body>, Response = http::Response<ResBody>>,
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
+    ResBody: Body<Data = Bytes> + Send + 'static,
+    ResBody::Error: Into<BoxError>,
 {
-    type Response = S::Response;
+    type Response = http::Response<tonic::body::Body>;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = RequestFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), Self::Error>> {
         self.inner.poll_ready(cx)
@@ -234,7 +248,7 @@ where
         let guarded = is_grpc(request.headers()).then(|| stream_encoding(request.headers()));
         let config = self.config;
         let request = request.map(|body| guard_if(guarded, body, config));
-        self.inner.call(request)
+        RequestFuture::new(self.inner.call(request), guarded.is_some())
     }
 }
 

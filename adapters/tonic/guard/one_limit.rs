@@ -3,8 +3,8 @@
 //! tonic enforces its own receive limit (`max_decoding_message_size`, 4 MiB
 //! unless set) behind the guard's. Set apart, the two disagree: a message
 //! between them is refused by one side only, and when tonic's is the lower
-//! one tonic's `OUT_OF_RANGE` comes back instead of the guard's
-//! `RESOURCE_EXHAUSTED`. Generated servers and clients take their limits
+//! one the refusal is tonic's (which a server guard restates as its own, but
+//! a client guard, below tonic's decoder, cannot). Generated servers and clients take their limits
 //! through inherent methods that no trait names, so a macro makes the one
 //! call: it reads the limits from the guard layer and hands them to tonic
 //! (`max_decoding_message_size` and `max_encoding_message_size`), so the

@@ -157,6 +157,39 @@ async fn guarded_server_macro_gives_guard_and_tonic_one_limit() {
     server.abort();
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_guard_above_tonic_restates_tonics_refusal_as_its_own() {
+    for mode in MODES {
+        // The other mismatch: the guard raised to 8 MiB for the whole
+        // server by hand, the service left at tonic's 4 MiB default. tonic
+        // refuses what passes the guard; the peer must still see the guard's
+        // status, in a trailers-only answer and in trailers after responses.
+        let service = EchoServer::new(EchoService).accept_compressed(CompressionEncoding::Gzip);
+        let guard = RequestGuardLayer::new()
+            .with_limits(Limits::new().with_max_receive(8 * MIB))
+            .with_mode(mode);
+        let (addr, server) = serve!(Server::builder().layer(guard).add_service(service));
+        let channel = channel(addr).await;
+        for wire in WIRE {
+            let mut client = EchoClient::new(channel.clone()).max_decoding_message_size(ROOMY);
+            if let Some(encoding) = wire {
+                client = client.send_compressed(encoding);
+            }
+            let what = format!("{mode:?} {}", what("server", wire, 5));
+            let status = echo(&mut client, 5 * MIB).await.unwrap_err();
+            assert_refused(&status, 4 * MIB, &format!("unary {what}"));
+
+            let requests = tokio_stream::iter([request(16), request(5 * MIB)]);
+            let mut responses = client.bidi(requests).await.unwrap().into_inner();
+            let first = responses.message().await.unwrap().unwrap();
+            assert_eq!(first.payload.len(), 16, "bidi {what}");
+            let status = responses.message().await.unwrap_err();
+            assert_refused(&status, 4 * MIB, &format!("bidi {what}"));
+        }
+        server.abort();
+    }
+}
+
 /// An echo server that takes and sends anything these tests send, gzip on
 /// request.
 async fn roomy_server() -> (SocketAddr, JoinHandle<()>) {
