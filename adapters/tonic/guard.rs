@@ -438,8 +438,8 @@ impl<B> GuardedBody<B> {
     /// buffer it drops (8 KiB; 128 KiB for a large zstd message), and stops
     /// the body before the message's last byte reaches tonic; tonic then
     /// decompresses it again, which is what the check costs: about 2x
-    /// tonic's decoding time for large gzip messages, up to 3.6x for 1 MiB
-    /// zstd ones (`benches/tonic_guard.rs`). Messages too small to reach the
+    /// tonic's decoding time for large messages, gzip or zstd
+    /// (`benches/tonic_guard.rs`). Messages too small to reach the
     /// limit however they expand (deflate expands at most 1032:1, zstd
     /// 32768:1) are not decompressed by the guard.
     pub fn with_encoding(
