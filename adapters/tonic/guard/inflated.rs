@@ -355,46 +355,37 @@ mod zstd_pool {
     /// Idle contexts with their sizes, newest last.
     pub(super) struct Idle<T> {
         contexts: Vec<(T, usize)>,
-        grown_bytes: usize,
     }
 
     impl<T> Idle<T> {
         pub(super) const fn new() -> Self {
             Self {
                 contexts: Vec::new(),
-                grown_bytes: 0,
             }
         }
 
         /// The newest idle context.
         pub(super) fn pop(&mut self) -> Option<T> {
-            let (context, size) = self.contexts.pop()?;
-            if size > GROWN_ABOVE {
-                self.grown_bytes -= size;
-            }
-            Some(context)
+            self.contexts.pop().map(|(context, _)| context)
         }
 
         /// Keeps `context` of `size` bytes if the caps allow; hands it back
         /// otherwise, for the caller to drop.
         pub(super) fn push(&mut self, context: T, size: usize) -> Result<(), T> {
-            let grown = size > GROWN_ABOVE;
             if self.contexts.len() >= MAX_IDLE
-                || (grown && self.grown_bytes + size > MAX_GROWN_IDLE_BYTES)
+                || (size > GROWN_ABOVE
+                    && self.grown_bytes().saturating_add(size) > MAX_GROWN_IDLE_BYTES)
             {
                 return Err(context);
-            }
-            if grown {
-                self.grown_bytes += size;
             }
             self.contexts.push((context, size));
             Ok(())
         }
 
-        /// Bytes of grown contexts held.
-        #[cfg(test)]
-        pub(super) fn grown_bytes(&self) -> usize {
-            self.grown_bytes
+        /// Bytes of grown contexts held (at most 16 entries to add up).
+        fn grown_bytes(&self) -> usize {
+            let sizes = self.contexts.iter().map(|(_, size)| *size);
+            sizes.filter(|size| *size > GROWN_ABOVE).sum()
         }
 
         #[cfg(test)]

@@ -20,7 +20,8 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use http::HeaderMap;
 use http::header::HeaderValue;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
 
 use super::BoxError;
 use crate::Code;
@@ -88,52 +89,14 @@ fn tonic_refusal(code: Code, message: &str) -> Option<(usize, usize)> {
     }
 }
 
-pin_project_lite::pin_project! {
-    /// A server's response body whose trailers go through [`restate`].
-    pub struct RestatedBody<B> {
-        #[pin]
-        inner: B,
-    }
-}
-
-impl<B> RestatedBody<B> {
-    pub(super) fn new(inner: B) -> Self {
-        Self { inner }
-    }
-}
-
-impl<B> Body for RestatedBody<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
-    type Data = Bytes;
-    type Error = BoxError;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
-        let frame = match ready!(self.project().inner.poll_frame(cx)) {
-            Some(Ok(frame)) => frame,
-            Some(Err(error)) => return Poll::Ready(Some(Err(error.into()))),
-            None => return Poll::Ready(None),
-        };
-        Poll::Ready(Some(Ok(match frame.into_trailers() {
-            Ok(mut trailers) => {
-                restate(&mut trailers);
-                Frame::trailers(trailers)
-            }
-            Err(data) => data,
-        })))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
+/// Restates the status in a response body's trailers frame.
+fn restate_trailers(frame: Frame<Bytes>) -> Frame<Bytes> {
+    match frame.into_trailers() {
+        Ok(mut trailers) => {
+            restate(&mut trailers);
+            Frame::trailers(trailers)
+        }
+        Err(data) => data,
     }
 }
 
@@ -169,9 +132,9 @@ where
             return Poll::Ready(Ok(response.map(tonic::body::Body::new)));
         }
         restate(response.headers_mut());
-        Poll::Ready(Ok(
-            response.map(|body| tonic::body::Body::new(RestatedBody::new(body)))
-        ))
+        Poll::Ready(Ok(response.map(|body| {
+            tonic::body::Body::new(body.map_frame(restate_trailers))
+        })))
     }
 }
 

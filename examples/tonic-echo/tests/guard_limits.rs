@@ -97,6 +97,16 @@ fn assert_refused(status: &tonic::Status, limit: usize, what: &str) {
     assert!(size > limit, "{what}: {size} <= {limit}");
 }
 
+/// A client that sends `wire`-compressed requests (the server side is under
+/// test) and takes any response.
+fn sending_client(channel: &Channel, wire: Option<CompressionEncoding>) -> EchoClient<Channel> {
+    let client = EchoClient::new(channel.clone()).max_decoding_message_size(ROOMY);
+    match wire {
+        Some(encoding) => client.send_compressed(encoding),
+        None => client,
+    }
+}
+
 fn what(side: &str, wire: Option<CompressionEncoding>, mib: usize) -> String {
     format!("{side}, {wire:?}, {mib} MiB")
 }
@@ -121,10 +131,7 @@ async fn server_guard_below_tonic_refuses_compressed_like_plain() {
 async fn server_refuses_over_4_mib(addr: SocketAddr, mode: GuardMode) {
     let channel = channel(addr).await;
     for wire in WIRE {
-        let mut client = EchoClient::new(channel.clone()).max_decoding_message_size(ROOMY);
-        if let Some(encoding) = wire {
-            client = client.send_compressed(encoding);
-        }
+        let mut client = sending_client(&channel, wire);
         let what = format!("{mode:?} {}", what("server", wire, 5));
         let status = echo(&mut client, 5 * MIB).await.unwrap_err();
         assert_refused(&status, 4 * MIB, &what);
@@ -143,10 +150,7 @@ async fn guarded_server_macro_gives_guard_and_tonic_one_limit() {
     let (addr, server) = serve!(Server::builder().add_service(service));
     let channel = channel(addr).await;
     for wire in WIRE {
-        let mut client = EchoClient::new(channel.clone()).max_decoding_message_size(ROOMY);
-        if let Some(encoding) = wire {
-            client = client.send_compressed(encoding);
-        }
+        let mut client = sending_client(&channel, wire);
         // Above tonic's 4 MiB default: tonic took the guard's limit.
         let accepted = echo(&mut client, 5 * MIB).await;
         assert_eq!(accepted.unwrap(), 5 * MIB, "{}", what("server", wire, 5));
@@ -171,10 +175,7 @@ async fn server_guard_above_tonic_restates_tonics_refusal_as_its_own() {
         let (addr, server) = serve!(Server::builder().layer(guard).add_service(service));
         let channel = channel(addr).await;
         for wire in WIRE {
-            let mut client = EchoClient::new(channel.clone()).max_decoding_message_size(ROOMY);
-            if let Some(encoding) = wire {
-                client = client.send_compressed(encoding);
-            }
+            let mut client = sending_client(&channel, wire);
             let what = format!("{mode:?} {}", what("server", wire, 5));
             let status = echo(&mut client, 5 * MIB).await.unwrap_err();
             assert_refused(&status, 4 * MIB, &format!("unary {what}"));
