@@ -43,7 +43,7 @@ for i, payload in enumerate(PAYLOADS):
             body = (envelope(0, b"first") + envelope(1, data) + envelope(0, payload[:10])
                     + envelope(0x80, b"grpc-status: 0\r\ngrpc-message: ok\r\n"))
             write("assembler", f"{selector}-{i}", bytes([selector, 0]) + body)
-            write("assembler", f"raw-{selector}-{i}", bytes([5, 3, 7, 0x81, 200]) + body)
+            write("assembler", f"cut-{selector}-{i}", bytes([selector, 3, 7, 0x81, 200]) + body)
 
 # gzip members with the optional header fields (name, comment, extra, CRC-16),
 # which this crate parses itself.

@@ -21,8 +21,6 @@ COLORS = {
     "volo-codec": "#2b7bb9",
     "tonic-stock": "#d0d0d0",
     "tonic-codec": "#e07b39",
-    "tonic-codec-guard-pass": "#f0a868",
-    "tonic-codec-guard-assemble": "#f5c89a",
     "tonic-full": "#b8442c",
     "bare-hyper": "#6a6a6a",
 }

@@ -12,10 +12,10 @@
 //!
 //! The core names no framework and no runtime. The adapters for tonic and
 //! volo-grpc live behind the `tonic` and `volo` cargo features.
+#![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
-pub mod boundary;
 pub mod budget;
 pub mod compression;
 pub mod decode;

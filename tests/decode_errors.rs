@@ -120,14 +120,6 @@ fn limit_counts_payload_bytes() {
 }
 
 #[test]
-fn raw_mode_checks_the_limit_too() {
-    let mut assembler = EnvelopeAssembler::raw(Limits::default().with_max_receive(10));
-    let (_, err) = run(&mut assembler, message(&[0; 11]));
-    assert_eq!(err.code(), Code::ResourceExhausted);
-    assert_eq!(err.message(), "message size 11 exceeds limit 10");
-}
-
-#[test]
 fn body_ending_inside_a_header_is_internal() {
     let mut assembler = decoder();
     let mut wire = message(b"ok");
@@ -308,28 +300,4 @@ fn compressed_messages_are_decompressed() {
     assert_eq!(message, large);
     assert!(message.is_unique());
     assert_eq!(message.try_into_mut().unwrap().capacity(), large.len());
-}
-
-#[test]
-fn raw_mode_yields_whole_envelopes_still_compressed() {
-    let mut assembler = EnvelopeAssembler::raw(Limits::default());
-    let compressed = gzip(&[5; 10_000]);
-    let plain = message(b"plain");
-    let mut wire = compressed.clone();
-    wire.extend_from_slice(&plain);
-    wire.extend(trailers_frame(b"grpc-status: 0\r\n"));
-    for frame in wire.chunks(7) {
-        assembler.push(Bytes::copy_from_slice(frame));
-    }
-    assert_eq!(
-        assembler.next().unwrap(),
-        Some(Decoded::Message(Bytes::from(compressed)))
-    );
-    assert_eq!(
-        assembler.next().unwrap(),
-        Some(Decoded::Message(Bytes::from(plain)))
-    );
-    assert!(matches!(assembler.next(), Ok(Some(Decoded::EndStream(_)))));
-    assert_eq!(assembler.next().unwrap(), None);
-    assembler.finish().unwrap();
 }

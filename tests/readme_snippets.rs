@@ -1,4 +1,4 @@
-//! README.md shows no user code that CI does not compile: every `rust` and
+//! README.md and docs/ show no user code that CI does not compile: every `rust` and
 //! `toml` block is preceded by a marker naming the compiled file it is taken
 //! from, and must equal that file (or a marked region of it).
 //!
@@ -142,30 +142,50 @@ fn shows_code(info: &str) -> bool {
     matches!(lang, "rust" | "toml")
 }
 
+/// README.md and every page under docs/.
+fn documents() -> Vec<PathBuf> {
+    let mut pages: Vec<PathBuf> = std::fs::read_dir(repo_root().join("docs"))
+        .expect("docs/")
+        .map(|entry| entry.expect("docs/ entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    pages.sort();
+    pages.insert(0, repo_root().join("README.md"));
+    pages
+}
+
 #[test]
-fn every_code_block_in_readme_is_compiled_source() {
-    let readme = std::fs::read_to_string(repo_root().join("README.md")).expect("README.md");
+fn every_code_block_in_readme_and_docs_is_compiled_source() {
     let mut failures = Vec::new();
-    let mut checked = 0;
-    for block in blocks(&readme) {
-        match (&block.source, shows_code(&block.info)) {
-            (None, false) => {}
-            (None, true) => failures.push(format!(
-                "README.md:{}: a `{}` block without a `{MARKER_START}PATH{MARKER_END}` line before it",
-                block.line, block.info
-            )),
-            (Some(source), _) => match snippet(source) {
-                Err(err) => failures.push(format!("README.md:{}: {err}", block.line)),
-                Ok(expected) if expected != block.body => failures.push(format!(
-                    "README.md:{}: differs from {source}\n--- README\n{}--- {source}\n{}",
-                    block.line, block.body, expected
+    let mut checked_in_readme = 0;
+    for path in documents() {
+        let text = std::fs::read_to_string(&path).expect("document");
+        let name = path
+            .strip_prefix(repo_root())
+            .unwrap_or(&path)
+            .display()
+            .to_string();
+        for block in blocks(&text) {
+            match (&block.source, shows_code(&block.info)) {
+                (None, false) => {}
+                (None, true) => failures.push(format!(
+                    "{name}:{}: a `{}` block without a `{MARKER_START}PATH{MARKER_END}` line before it",
+                    block.line, block.info
                 )),
-                Ok(_) => checked += 1,
-            },
+                (Some(source), _) => match snippet(source) {
+                    Err(err) => failures.push(format!("{name}:{}: {err}", block.line)),
+                    Ok(expected) if expected != block.body => failures.push(format!(
+                        "{name}:{}: differs from {source}\n--- {name}\n{}--- {source}\n{}",
+                        block.line, block.body, expected
+                    )),
+                    Ok(_) if name == "README.md" => checked_in_readme += 1,
+                    Ok(_) => {}
+                },
+            }
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
-    assert!(checked > 0, "README.md has no compiled snippets");
+    assert!(checked_in_readme > 0, "README.md has no compiled snippets");
 }
 
 #[test]

@@ -98,10 +98,11 @@
 //! one of a smaller message pins at most this stream's 8 KiB slab (see
 //! [`ProstDecoder`]). The encoder reserves each message's exact length once.
 //! What does not change: tonic's read buffer itself, which grows to the
-//! largest message received and keeps that size for the life of the stream.
-//! The [`guard`] layer fixes what tonic's framing gets wrong without
-//! replacing it; [`guard::guarded_server!`] and [`guard::guarded_client!`]
-//! give the guard and tonic one limit.
+//! largest message received and keeps that size for the life of the stream,
+//! and tonic's limits and their codes (`OUT_OF_RANGE` for a message above
+//! `max_decoding_message_size`, checked after tonic has buffered it). Full
+//! framing is the way to get this crate's guarantees; codec only is the
+//! smaller change.
 //!
 //! Both ways convert between this crate's [`Status`](crate::Status) and
 //! [`tonic::Status`].
@@ -123,8 +124,6 @@ mod decode;
 mod encode;
 #[cfg(feature = "tonic")]
 mod framing_codec;
-#[cfg(feature = "tonic")]
-pub mod guard;
 #[cfg(feature = "tonic")]
 mod message_decoder;
 #[cfg(feature = "tonic")]

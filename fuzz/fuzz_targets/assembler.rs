@@ -4,8 +4,8 @@
 //! same input.
 //!
 //! Input layout:
-//! - byte 0, the mode: `% 6` picks decoding with no encoding, gzip, deflate,
-//!   zstd, identity, or raw mode; bit `0x80` picks a 64-byte receive limit
+//! - byte 0, the stream's encoding: `% 5` picks none, gzip, deflate, zstd
+//!   or identity; bit `0x80` picks a 64-byte receive limit
 //!   instead of 64 KiB (small enough to explore both sides of the limit);
 //! - byte 1: `n = byte & 15`, followed by `n` frame-size bytes, used in a
 //!   cycle: `size & 0x7f` bytes per frame (0: everything left in one frame);
@@ -23,23 +23,16 @@ use libfuzzer_sys::fuzz_target;
 const LIMIT: usize = 64 * 1024;
 const SMALL_LIMIT: usize = 64;
 
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    Decode(Option<CompressionEncoding>),
-    Raw,
-}
-
 fuzz_target!(|input: &[u8]| {
     let [selector, count, rest @ ..] = input else {
         return;
     };
-    let mode = match selector % 6 {
-        0 => Mode::Decode(None),
-        1 => Mode::Decode(Some(CompressionEncoding::Gzip)),
-        2 => Mode::Decode(Some(CompressionEncoding::Deflate)),
-        3 => Mode::Decode(Some(CompressionEncoding::Zstd)),
-        4 => Mode::Decode(Some(CompressionEncoding::Identity)),
-        _ => Mode::Raw,
+    let mode = match selector % 5 {
+        0 => None,
+        1 => Some(CompressionEncoding::Gzip),
+        2 => Some(CompressionEncoding::Deflate),
+        3 => Some(CompressionEncoding::Zstd),
+        _ => Some(CompressionEncoding::Identity),
     };
     let limit = if selector & 0x80 != 0 {
         SMALL_LIMIT
@@ -71,14 +64,11 @@ fuzz_target!(|input: &[u8]| {
 fn assemble(
     body: &[u8],
     sizes: &[u8],
-    mode: Mode,
+    mode: Option<CompressionEncoding>,
     limit: usize,
 ) -> (Vec<Decoded>, Result<(), Status>) {
     let limits = Limits::default().with_max_receive(limit);
-    let mut assembler = match mode {
-        Mode::Decode(encoding) => EnvelopeAssembler::new(limits, encoding),
-        Mode::Raw => EnvelopeAssembler::raw(limits),
-    };
+    let mut assembler = EnvelopeAssembler::new(limits, mode);
     let body = Bytes::copy_from_slice(body);
     let mut items = Vec::new();
     let mut offset = 0;
@@ -140,7 +130,7 @@ fn terminal(assembler: &mut EnvelopeAssembler, status: Status) -> Status {
 
 /// The reference: parses the whole body at once by the rules of the gRPC
 /// wire format, written without any of the assembler's state machine.
-fn reference(body: &[u8], mode: Mode, limit: usize) -> (Vec<Decoded>, Result<(), Code>) {
+fn reference(body: &[u8], mode: Option<CompressionEncoding>, limit: usize) -> (Vec<Decoded>, Result<(), Code>) {
     let mut items = Vec::new();
     let mut pos = 0;
     let mut ended = false;
@@ -162,20 +152,14 @@ fn reference(body: &[u8], mode: Mode, limit: usize) -> (Vec<Decoded>, Result<(),
         if len > bound {
             return (items, Err(Code::ResourceExhausted));
         }
-        let encoding = match mode {
-            Mode::Decode(Some(encoding)) if encoding != CompressionEncoding::Identity => {
-                Some(encoding)
-            }
-            _ => None,
-        };
-        let needs_encoding = compressed && (trailers || matches!(mode, Mode::Decode(_)));
+        let encoding = mode.filter(|&encoding| encoding != CompressionEncoding::Identity);
+        let needs_encoding = compressed;
         if needs_encoding && encoding.is_none() {
             return (items, Err(Code::Internal));
         }
         let Some(payload) = body.get(pos + 5..pos + 5 + len) else {
             return (items, Err(Code::Internal));
         };
-        let envelope = &body[pos..pos + 5 + len];
         pos += 5 + len;
 
         let plain = if needs_encoding {
@@ -194,8 +178,6 @@ fn reference(body: &[u8], mode: Mode, limit: usize) -> (Vec<Decoded>, Result<(),
                 None => return (items, Err(Code::Internal)),
             }
             ended = true;
-        } else if matches!(mode, Mode::Raw) {
-            items.push(Decoded::Message(Bytes::copy_from_slice(envelope)));
         } else {
             items.push(Decoded::Message(Bytes::from(plain)));
         }

@@ -11,14 +11,13 @@ use super::buffers::{MessageBuffers, MessageBuilder, SMALL_MESSAGE_MAX};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
 use crate::budget::{Budget, StreamBudget};
 use crate::compression::{CompressionEncoding, Decompressor};
-use crate::envelope::{EnvelopeHeader, FLAG_COMPRESSED, HEADER_LEN, Limits};
+use crate::envelope::{EnvelopeHeader, HEADER_LEN, Limits};
 use crate::status::Status;
 
 /// What an [`EnvelopeAssembler`] yields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Decoded {
-    /// One message: decompressed, or in raw mode the whole envelope as
-    /// received (header included, still compressed).
+    /// One message's payload, decompressed.
     Message(Bytes),
     /// A gRPC-Web trailers frame (flag `0x80`) with its parsed trailers. No
     /// data may follow it.
@@ -79,7 +78,8 @@ pub struct EnvelopeAssembler {
     fast_max: usize,
     /// The receive budget, if any (see [`crate::budget`]).
     budget: Option<Box<StreamBudget>>,
-    mode: Mode,
+    /// The stream's `grpc-encoding`; `None` or `Identity`: none.
+    encoding: Option<CompressionEncoding>,
     /// The unread rest of the frame being parsed.
     frame: Bytes,
     /// Frames pushed before `frame` was used up (stays unallocated when the
@@ -159,12 +159,6 @@ impl Inflate {
     }
 }
 
-#[derive(Clone, Copy, Debug)]
-enum Mode {
-    Decode(Option<CompressionEncoding>),
-    Raw,
-}
-
 #[derive(Debug)]
 enum State {
     /// Between envelopes, holding the first `filled` bytes of the next header.
@@ -201,28 +195,12 @@ impl EnvelopeAssembler {
     /// `encoding` is the stream's `grpc-encoding`: `None` (or `Identity`)
     /// means a compressed flag is a protocol error.
     pub fn new(limits: Limits, encoding: Option<CompressionEncoding>) -> Self {
-        Self::with_mode(limits, Mode::Decode(encoding))
-    }
-
-    /// An assembler that yields every message envelope whole, 5-byte header
-    /// included and still compressed, as one contiguous `Bytes`, for code
-    /// that hands bodies on to another gRPC implementation.
-    ///
-    /// The length check and the allocation policy are the same as in
-    /// decoding mode; flags other than the reserved bits are passed through
-    /// unchecked, since the consumer decompresses. gRPC-Web trailers frames
-    /// still come out as [`Decoded::EndStream`].
-    pub fn raw(limits: Limits) -> Self {
-        Self::with_mode(limits, Mode::Raw)
-    }
-
-    fn with_mode(limits: Limits, mode: Mode) -> Self {
         EnvelopeAssembler {
             buffers: MessageBuffers::new(),
             max_receive: limits.max_receive(),
             fast_max: limits.max_receive(),
             budget: None,
-            mode,
+            encoding,
             frame: Bytes::new(),
             queued: VecDeque::new(),
             state: IDLE,
@@ -461,18 +439,12 @@ impl EnvelopeAssembler {
         let flags = head[0];
         let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
         let end = HEADER_LEN + len;
-        // Uncompressed messages only, or in raw mode compressed ones too
-        // (handed on as they are); trailers, decompression, bad flags and
+        // Uncompressed messages only: trailers, decompression, bad flags and
         // oversized lengths take the slow path, which also reports errors.
-        let start = match (flags, self.mode) {
-            (0, Mode::Decode(_)) => HEADER_LEN,
-            (0 | FLAG_COMPRESSED, Mode::Raw) => 0,
-            _ => return None,
-        };
-        if len > self.fast_max || self.frame.len() < end {
+        if flags != 0 || len > self.fast_max || self.frame.len() < end {
             return None;
         }
-        let message = self.buffers.copy_slice(&self.frame[start..end]);
+        let message = self.buffers.copy_slice(&self.frame[HEADER_LEN..end]);
         self.frame.advance(end);
         Some(message)
     }
@@ -503,12 +475,7 @@ impl EnvelopeAssembler {
             };
             return Ok(None);
         }
-        let raw_message = matches!(self.mode, Mode::Raw) && !header.is_trailers();
-        let total = if raw_message { HEADER_LEN + len } else { len };
-        let mut builder = self.buffers.builder(total);
-        if raw_message {
-            builder.extend_from_slice(&header.to_bytes());
-        }
+        let builder = self.buffers.builder(len);
         if builder.remaining() == 0 {
             return self.complete(header, builder).map(Some);
         }
@@ -519,7 +486,7 @@ impl EnvelopeAssembler {
     /// Whether the payload is turned into something else (trailers, a
     /// decompressed message) rather than handed out as it is.
     fn is_transient(&self, header: EnvelopeHeader) -> bool {
-        header.is_trailers() || header.is_compressed() && matches!(self.mode, Mode::Decode(_))
+        header.is_trailers() || header.is_compressed()
     }
 
     fn check(&self, header: EnvelopeHeader) -> Result<(), Status> {
@@ -534,16 +501,15 @@ impl EnvelopeAssembler {
                 return Err(crate::budget::too_large(len, budget.capacity()));
             }
         }
-        if header.is_compressed() && (header.is_trailers() || matches!(self.mode, Mode::Decode(_)))
-        {
+        if header.is_compressed() {
             self.encoding()?;
         }
         Ok(())
     }
 
     fn encoding(&self) -> Result<CompressionEncoding, Status> {
-        match self.mode {
-            Mode::Decode(Some(encoding)) if !encoding.is_identity() => Ok(encoding),
+        match self.encoding {
+            Some(encoding) if !encoding.is_identity() => Ok(encoding),
             _ => Err(Status::internal(
                 "protocol error: compressed message on a stream without a grpc-encoding",
             )),

@@ -12,10 +12,6 @@ pub enum Arm {
     StockTonic,
     /// tonic with this crate's codec.
     Tonic,
-    /// tonic with this crate's codec and the pass-through guard layer.
-    TonicGuardPass,
-    /// tonic with this crate's codec and the assembling guard layer.
-    TonicGuardAssemble,
     /// tonic with this crate's full framing (build hook).
     TonicFull,
     /// hyper's HTTP/2 server and prost, no gRPC framework: the floor.
@@ -24,13 +20,11 @@ pub enum Arm {
 
 impl Arm {
     /// Every arm, in the order they are reported.
-    pub const ALL: [Arm; 8] = [
+    pub const ALL: [Arm; 6] = [
         Arm::StockVolo,
         Arm::Volo,
         Arm::StockTonic,
         Arm::Tonic,
-        Arm::TonicGuardPass,
-        Arm::TonicGuardAssemble,
         Arm::TonicFull,
         Arm::BareHyper,
     ];
@@ -42,8 +36,6 @@ impl Arm {
             Arm::Volo => "volo-codec",
             Arm::StockTonic => "tonic-stock",
             Arm::Tonic => "tonic-codec",
-            Arm::TonicGuardPass => "tonic-codec-guard-pass",
-            Arm::TonicGuardAssemble => "tonic-codec-guard-assemble",
             Arm::TonicFull => "tonic-full",
             Arm::BareHyper => "bare-hyper",
         }
@@ -61,8 +53,6 @@ impl Arm {
             Arm::Volo => "volo-grpc + grpc-stream-codec",
             Arm::StockTonic => "stock tonic",
             Arm::Tonic => "tonic + grpc-stream-codec",
-            Arm::TonicGuardPass => "tonic + codec + guard (pass)",
-            Arm::TonicGuardAssemble => "tonic + codec + guard (assemble)",
             Arm::TonicFull => "tonic + grpc-stream-codec (full framing)",
             Arm::BareHyper => "bare hyper + prost (no framework)",
         }
@@ -75,8 +65,6 @@ impl Arm {
             Arm::Volo => ("volo-echo-server", &[]),
             Arm::StockTonic => ("tonic-echo-server", &["--stock"]),
             Arm::Tonic => ("tonic-echo-server", &[]),
-            Arm::TonicGuardPass => ("tonic-echo-server", &["--guard", "pass"]),
-            Arm::TonicGuardAssemble => ("tonic-echo-server", &["--guard", "assemble"]),
             Arm::TonicFull => ("tonic-echo-server", &["--framing", "full"]),
             Arm::BareHyper => ("bare-echo-server", &[]),
         }
@@ -86,12 +74,7 @@ impl Arm {
     pub fn baseline(self) -> Arm {
         match self {
             Arm::StockVolo | Arm::Volo => Arm::StockVolo,
-            Arm::StockTonic
-            | Arm::Tonic
-            | Arm::TonicGuardPass
-            | Arm::TonicGuardAssemble
-            | Arm::TonicFull
-            | Arm::BareHyper => Arm::StockTonic,
+            Arm::StockTonic | Arm::Tonic | Arm::TonicFull | Arm::BareHyper => Arm::StockTonic,
         }
     }
 }

@@ -82,12 +82,14 @@ fn responses(
     })
 }
 
-/// A request's responses, then its `response_status` if it has one.
-fn answer(
-    request: StreamingOutputCallRequest,
-) -> impl Stream<Item = Result<StreamingOutputCallResponse, Status>> + Send {
-    let status = echo_status(request.response_status.as_ref()).map(Err);
-    responses(request.response_parameters).chain(stream::iter(status))
+/// A request's responses, or its `response_status` if it asks for one.
+fn answer(request: StreamingOutputCallRequest) -> ResponseStream {
+    // As grpc-go's reference server: a request that asks for a status gets
+    // that status instead of its responses.
+    match echo_status(request.response_status.as_ref()) {
+        Some(status) => stream::iter([Err(status)]).boxed(),
+        None => responses(request.response_parameters).boxed(),
+    }
 }
 
 /// Ends `responses` after its first error, as a call ends with its status.
@@ -178,14 +180,26 @@ impl TestService for TonicTestService {
     ) -> Result<Response<ResponseStream>, Status> {
         let open = self.stats.open();
         let stats = self.stats.clone();
-        let requests = request.into_inner();
-        let responses = requests.flat_map(move |request| match request {
-            Ok(request) => {
-                stats.received();
-                answer(request).boxed()
-            }
-            Err(status) => stream::iter([Err(status)]).boxed(),
-        });
+        let mut requests = request.into_inner();
+        // As the reference servers: the first request is read before the
+        // call answers, so a status it asks for fails the call itself
+        // (trailers-only), before any response.
+        let first = requests.message().await?;
+        if let Some(status) = first
+            .as_ref()
+            .and_then(|first| echo_status(first.response_status.as_ref()))
+        {
+            return Err(status);
+        }
+        let responses = stream::iter(first.map(Ok))
+            .chain(requests)
+            .flat_map(move |request| match request {
+                Ok(request) => {
+                    stats.received();
+                    answer(request)
+                }
+                Err(status) => stream::iter([Err(status)]).boxed(),
+            });
         // The guard lives as long as the response stream does.
         Ok(Response::new(
             Held::new(until_error(responses), open).boxed(),

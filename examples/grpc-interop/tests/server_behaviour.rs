@@ -125,3 +125,31 @@ async fn sizes_the_server_will_not_build_are_invalid_argument() {
         }
     }
 }
+
+/// tonic's interop client's `status_code_and_message`, streaming half: the
+/// first request of a FullDuplexCall asks for a status, and the call itself
+/// (not its first message) fails with it, as against grpc-go's server: the
+/// status comes back trailers-only, before any response.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_status_asked_for_by_the_first_duplex_request_fails_the_call_itself() {
+    use grpc_interop::tonic_gen::EchoStatus;
+    for (server, addr) in servers().await {
+        let first = StreamingOutputCallRequest {
+            response_status: Some(EchoStatus {
+                code: 2,
+                message: "test status message".to_owned(),
+            }),
+            ..asking_for(1)
+        };
+        let called = client(addr)
+            .await
+            .full_duplex_call(stream::iter([first]))
+            .await;
+        let status = match called {
+            Err(status) => status,
+            Ok(_) => panic!("{server}: the call answered OK; its first message carries the status"),
+        };
+        assert_eq!(status.code(), Code::Unknown, "{server}");
+        assert_eq!(status.message(), "test status message", "{server}");
+    }
+}

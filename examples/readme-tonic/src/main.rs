@@ -1,6 +1,5 @@
-//! The README's tonic snippets ("Codec only" and "The guard layer"),
-//! compiled and run: each way of guarding a server shown there serves the
-//! Echo service on 127.0.0.1, and the README's guarded client calls it.
+//! The README's codec-only tonic snippets, compiled and run: the server
+//! serves the Echo service on 127.0.0.1 and the client calls it.
 //! The README's code blocks are copied from the marked regions of this file,
 //! `build.rs` and `Cargo.toml`, and a test checks they stay equal.
 
@@ -63,37 +62,17 @@ impl Echo for MyEcho {
     }
 }
 
-/// The guard for every service of a server.
-async fn serve_every_service(incoming: TcpIncoming) -> Result<(), tonic::transport::Error> {
-    // snippet guard-server
-    use grpc_stream_codec::tonic::guard::{GuardMode, RequestGuardLayer};
-    use tonic::transport::Server;
-
-    // Every request body of every service, at the guard's default limit,
-    // 4 MiB, which is also tonic's default.
-    Server::builder()
-        .layer(RequestGuardLayer::new().with_mode(GuardMode::PassThrough))
-        .add_service(EchoServer::new(MyEcho))
-        .serve_with_incoming(incoming)
-        .await
-    // end snippet
-}
-
-/// The guard for one service, with one limit for the guard and tonic.
-async fn serve_one_service(incoming: TcpIncoming) -> Result<(), tonic::transport::Error> {
-    // snippet guard-service
-    use grpc_stream_codec::Limits;
-    use grpc_stream_codec::tonic::guard::{RequestGuardLayer, guarded_server};
+/// The README's codec-only server: tonic's server and framing, this
+/// crate's codec (named by `codec_path` in build.rs).
+async fn serve(incoming: TcpIncoming) -> Result<(), tonic::transport::Error> {
+    // snippet server
     use tonic::codec::CompressionEncoding;
     use tonic::transport::Server;
 
-    // guarded_server! sets the service's max_decoding_message_size and
-    // max_encoding_message_size from the guard's limits: one limit.
-    let limits = Limits::new().with_max_receive(8 * 1024 * 1024);
-    let echo = guarded_server!(
-        RequestGuardLayer::new().with_limits(limits),
-        EchoServer::new(MyEcho).accept_compressed(CompressionEncoding::Gzip)
-    );
+    // Limits are tonic's on this path: its framing reads the envelopes.
+    let echo = EchoServer::new(MyEcho)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .max_decoding_message_size(8 * 1024 * 1024);
     Server::builder()
         .add_service(echo)
         .serve_with_incoming(incoming)
@@ -101,45 +80,18 @@ async fn serve_one_service(incoming: TcpIncoming) -> Result<(), tonic::transport
     // end snippet
 }
 
-/// The guard for one service through `tower::ServiceBuilder`.
-async fn serve_through_service_builder(
-    incoming: TcpIncoming,
-) -> Result<(), tonic::transport::Error> {
-    // snippet guard-service-builder
-    use grpc_stream_codec::tonic::guard::RequestGuardLayer;
-    use tonic::transport::Server;
-    use tower::ServiceBuilder;
-
-    // A guarded generated server is a NamedService, so it goes into
-    // add_service as it is. Limits are then yours to keep equal.
-    let echo = ServiceBuilder::new()
-        .layer(RequestGuardLayer::new())
-        .service(EchoServer::new(MyEcho));
-    Server::builder()
-        .add_service(echo)
-        .serve_with_incoming(incoming)
-        .await
-    // end snippet
-}
-
-/// The README's guarded client: one unary call to `addr`, the echoed bytes.
+/// The README's codec-only client: one unary call to `addr`, the echoed bytes.
 async fn call(addr: SocketAddr, payload: &'static str) -> Result<Vec<u8>, Box<dyn Error>> {
-    // snippet guard-client
-    use grpc_stream_codec::Limits;
-    use grpc_stream_codec::tonic::guard::{ResponseGuardLayer, guarded_client};
+    // snippet client
+    use tonic::codec::CompressionEncoding;
     use tonic::transport::Endpoint;
 
     let channel = Endpoint::from_shared(format!("http://{addr}"))?
         .connect()
         .await?;
-    // guarded_client! wraps the channel in the guard and sets the client's
-    // tonic limits from the guard's.
-    let limits = Limits::new().with_max_receive(8 * 1024 * 1024);
-    let mut client = guarded_client!(
-        ResponseGuardLayer::new().with_limits(limits),
-        EchoClient::new,
-        channel
-    );
+    let mut client = EchoClient::new(channel)
+        .send_compressed(CompressionEncoding::Gzip)
+        .max_decoding_message_size(8 * 1024 * 1024);
     let reply = client
         .unary(EchoRequest {
             payload: payload.into(),
@@ -150,26 +102,18 @@ async fn call(addr: SocketAddr, payload: &'static str) -> Result<Vec<u8>, Box<dy
     Ok(reply.into_inner().payload.to_vec())
 }
 
-/// Serves with each README server setup in turn on an ephemeral port and
-/// calls it with the README client.
+/// Serves the README server on an ephemeral port and calls it with the
+/// README client.
 async fn run() -> Result<(), Box<dyn Error>> {
-    for setup in ["every service", "one service", "ServiceBuilder"] {
-        let incoming = TcpIncoming::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-        let addr = incoming.local_addr()?;
-        let server = tokio::spawn(async move {
-            match setup {
-                "every service" => serve_every_service(incoming).await,
-                "one service" => serve_one_service(incoming).await,
-                _ => serve_through_service_builder(incoming).await,
-            }
-        });
-        let echoed = call(addr, "hello").await?;
-        if echoed != b"hello" {
-            return Err(format!("{setup}: echoed {echoed:?}").into());
-        }
-        println!("{setup}: echoed {:?}", String::from_utf8_lossy(&echoed));
-        server.abort();
+    let incoming = TcpIncoming::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let addr = incoming.local_addr()?;
+    let server = tokio::spawn(serve(incoming));
+    let echoed = call(addr, "hello").await?;
+    server.abort();
+    if echoed != b"hello" {
+        return Err(format!("echoed {echoed:?}").into());
     }
+    println!("echoed {:?}", String::from_utf8_lossy(&echoed));
     Ok(())
 }
 
@@ -181,7 +125,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
 #[cfg(test)]
 mod tests {
     #[tokio::test]
-    async fn every_readme_setup_serves_the_readme_client() {
+    async fn the_readme_server_serves_the_readme_client() {
         super::run().await.unwrap();
     }
 }

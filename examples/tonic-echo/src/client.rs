@@ -4,19 +4,17 @@
 use std::fmt;
 
 use bytes::Bytes;
-use grpc_stream_codec::tonic::guard::{ResponseGuard, ResponseGuardLayer};
 use tokio_stream::{Stream, StreamExt};
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::MetadataMap;
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Request, Status};
-use tower::Layer;
 
 use crate::ResponseStream;
 use crate::adapter::{EchoRequest, EchoResponse};
 use crate::{adapter, full, stock};
 
-/// An Echo client using grpc-stream-codec's codec and response guard, or
+/// An Echo client using grpc-stream-codec's codec or full framing, or
 /// tonic's stock codec, optionally sending the same metadata with every call.
 #[derive(Debug, Clone)]
 pub struct EchoClient {
@@ -26,12 +24,11 @@ pub struct EchoClient {
 
 #[derive(Debug, Clone)]
 enum Stub {
-    /// Generated with `grpc_stream_codec::tonic::ProstCodec`, over a channel
-    /// behind the response guard layer (pass-through).
-    Adapter(adapter::echo_client::EchoClient<ResponseGuard<Channel>>),
+    /// Generated with `grpc_stream_codec::tonic::ProstCodec`.
+    Adapter(adapter::echo_client::EchoClient<Channel>),
     /// Generated with `tonic_prost::ProstCodec`.
     Stock(stock::echo_client::EchoClient<Channel>),
-    /// Generated for grpc-stream-codec's full framing: no guard needed.
+    /// Generated for grpc-stream-codec's full framing.
     Full(full::echo_client::EchoClient<Channel>),
 }
 
@@ -40,7 +37,7 @@ enum Stub {
 pub enum ClientStack {
     /// tonic's stock codec and framing.
     Stock,
-    /// grpc-stream-codec's codec behind the response guard layer.
+    /// grpc-stream-codec's codec inside tonic's framing.
     Codec,
     /// grpc-stream-codec's full framing.
     Full,
@@ -110,8 +107,7 @@ impl EchoClient {
                 Stub::Stock(compressed!(stock::echo_client::EchoClient::new(channel)))
             }
             ClientStack::Codec => {
-                let guarded = ResponseGuardLayer::new().layer(channel);
-                Stub::Adapter(compressed!(adapter::echo_client::EchoClient::new(guarded)))
+                Stub::Adapter(compressed!(adapter::echo_client::EchoClient::new(channel)))
             }
             ClientStack::Full => {
                 Stub::Full(compressed!(full::echo_client::EchoClient::new(channel)))

@@ -6,7 +6,6 @@
 
 use std::net::SocketAddr;
 
-use grpc_stream_codec::tonic::guard::{GuardMode, RequestGuardLayer};
 use tokio::net::TcpListener;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::TcpListenerStream;
@@ -93,8 +92,6 @@ pub struct ServeOptions {
     pub stock: bool,
     /// With grpc-stream-codec (not `stock`): codec only or full framing.
     pub framing: Framing,
-    /// Put grpc-stream-codec's request guard layer in front, in this mode.
-    pub guard: Option<GuardMode>,
     /// With the full framing: the soft batch threshold of every response in
     /// bytes (0: one message per batch); `None` keeps the 32 KiB default.
     /// Process-wide, through
@@ -117,10 +114,7 @@ pub async fn serve_with(
     if let Some(threshold) = options.batch_threshold {
         grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
     }
-    let guard = options
-        .guard
-        .map(|mode| RequestGuardLayer::new().with_mode(mode));
-    let mut builder = Server::builder().layer(tower::util::option_layer(guard));
+    let mut builder = Server::builder();
     let router = if options.stock {
         let mut server = stock::echo_server::EchoServer::new(EchoService);
         for encoding in ENCODINGS {

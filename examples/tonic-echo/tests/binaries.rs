@@ -155,7 +155,7 @@ fn expect_code_demands_exactly_that_code() {
 }
 
 #[test]
-fn expect_code_tells_the_guarded_server_from_stock_tonic_on_an_oversized_message() {
+fn expect_code_tells_the_full_framing_server_from_stock_tonic_on_an_oversized_message() {
     // 5,000,000 bytes: above the 4 MiB receive limit.
     let args = [
         "--rpc",
@@ -165,10 +165,10 @@ fn expect_code_tells_the_guarded_server_from_stock_tonic_on_an_oversized_message
         "--expect-code",
         "RESOURCE_EXHAUSTED",
     ];
-    let (_guarded, addr) = start_server_with(&["--guard", "pass"]);
+    let (_full, addr) = start_server_with(&["--framing", "full"]);
     assert_eq!(client_code(&format!("http://{addr}"), &args), Some(0));
-    // Without the guard tonic answers OUT_OF_RANGE.
-    let (_plain, addr) = start_server(false);
+    // tonic's own framing answers OUT_OF_RANGE.
+    let (_stock, addr) = start_server(true);
     assert_eq!(client_code(&format!("http://{addr}"), &args), Some(1));
     let mut out_of_range = args.to_vec();
     out_of_range[5] = "OUT_OF_RANGE";

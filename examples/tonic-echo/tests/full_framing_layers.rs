@@ -404,7 +404,7 @@ fn refuse(_: Request<()>) -> Result<Request<()>, Status> {
     Err(Status::permission_denied("refused by the client"))
 }
 
-async fn start_guarded_probe(arm: Arm) -> (SocketAddr, JoinHandle<()>) {
+async fn start_token_checked_probe(arm: Arm) -> (SocketAddr, JoinHandle<()>) {
     let (listener, addr) = bind().await;
     let router = add_echo!(
         arm,
@@ -517,7 +517,7 @@ async fn server_interceptor_rejects_without_a_token_and_hands_the_handler_its_me
     let _lock = shared().await;
     let mut answers = Vec::new();
     for arm in ARMS {
-        let (addr, server) = start_guarded_probe(arm).await;
+        let (addr, server) = start_token_checked_probe(arm).await;
         let channel = channel(addr).await;
         let (refused, admitted) = with_stub!(arm, new(channel.clone()), |client| {
             (
@@ -564,7 +564,7 @@ async fn client_interceptor_metadata_reaches_the_server_and_its_refusal_fails_th
     let _lock = shared().await;
     let mut answers = Vec::new();
     for arm in ARMS {
-        let (addr, server) = start_guarded_probe(arm).await;
+        let (addr, server) = start_token_checked_probe(arm).await;
         let channel = channel(addr).await;
         let tagged = with_stub!(
             arm,

@@ -1,10 +1,9 @@
 //! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full]
-//! [--batch-threshold BYTES] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]`
+//! [--batch-threshold BYTES] [--receive-budget BYTES] [--report-memory]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, with its
 //! full framing under `--framing full`, or with tonic's stock codec under
-//! `--stock`; `--guard` puts grpc-stream-codec's
-//! request guard layer in front in the given mode. `--batch-threshold`
+//! `--stock`. `--batch-threshold`
 //! (full framing only) sets the soft batch threshold of every response in
 //! bytes (default 32 KiB; 0 sends each message as its own batch). Prints `listening on ADDR`
 //! on one line once bound, so scripts can pass port 0 and read the port back.
@@ -17,7 +16,6 @@ use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
 
-use grpc_stream_codec::tonic::guard::GuardMode;
 use tonic_echo::{Framing, ServeOptions};
 
 use test_support::alloc as live_alloc;
@@ -26,7 +24,7 @@ use test_support::alloc as live_alloc;
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--guard pass|assemble] [--report-memory]";
+[--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--report-memory]";
 
 struct Options {
     listen: SocketAddr,
@@ -67,14 +65,6 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                         .map_err(|e| format!("--batch-threshold {value}: {e}"))?,
                 );
             }
-            "--guard" => {
-                let value = args.next().ok_or("--guard needs pass or assemble")?;
-                serve.guard = Some(match value.as_str() {
-                    "pass" => GuardMode::PassThrough,
-                    "assemble" => GuardMode::Assembling,
-                    _ => return Err(format!("unknown --guard {value}")),
-                });
-            }
             "--report-memory" => report_memory = true,
             "--receive-budget" => {
                 let value = args.next().ok_or("--receive-budget needs a byte count")?;
@@ -90,9 +80,6 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     }
     if receive_budget.is_some() && (serve.stock || serve.framing != Framing::Full) {
         return Err("--receive-budget needs --framing full".to_owned());
-    }
-    if receive_budget.is_some() && serve.guard.is_some() {
-        return Err("--receive-budget does not go with --guard".to_owned());
     }
     if serve.batch_threshold.is_some() && (serve.stock || serve.framing != Framing::Full) {
         return Err(
@@ -135,8 +122,8 @@ async fn main() -> ExitCode {
         (false, Framing::Full) => "grpc-stream-codec (full framing)",
     };
     eprintln!(
-        "codec: {codec}, guard: {:?}, receive budget: {:?}",
-        options.serve.guard, options.receive_budget
+        "codec: {codec}, receive budget: {:?}",
+        options.receive_budget
     );
     if let Some(threshold) = options.serve.batch_threshold {
         grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
