@@ -12,6 +12,10 @@ use super::encode::ProstEncoder;
 /// A `tonic::codec::Codec` for prost messages, with tonic's default buffer
 /// settings; the type to name in `tonic_prost_build`'s `codec_path`.
 ///
+/// Under the full framing the build hook names it too, for its message
+/// types only: the full framing has no tonic buffers, so buffer settings
+/// apply on the codec-only path alone.
+///
 /// Generated code builds it with `ProstCodec::default()`, leaving both type
 /// parameters to inference. Written by hand, it plugs into anything that
 /// takes a tonic codec:

@@ -3,28 +3,27 @@
 use std::fmt;
 use std::marker::PhantomData;
 
-use bytes::Buf;
+use bytes::{Buf, Bytes};
 use prost::Message;
 use tonic::Status;
 use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
 
+use super::message_decoder::decode_owned;
 use crate::decode::{MessageBuffers, SMALL_MESSAGE_MAX};
 
 /// Decodes prost messages out of tonic's decode buffer.
 ///
 /// No decoded message references tonic's buffer, and every call consumes
 /// exactly the bytes tonic handed over, also when decoding fails: tonic does
-/// not check, and an under-read would desynchronise its framing. How a
-/// message leaves the buffer depends on its size (measured with the
-/// `decode_timing` example of `tonic-echo`):
-///
-/// - up to [`SMALL_MESSAGE_MAX`] (4 KiB): copied into this stream's 8 KiB
-///   slab ([`MessageBuffers`]) and decoded zero-copy from there. One copy per
-///   message instead of one allocation per `bytes` field; a kept field pins
-///   at most one slab;
-/// - above: decoded from a borrowed view of tonic's buffer, so prost gives
-///   each `bytes` field (with the `Bytes` config) an exact allocation of its
-///   own and a kept field keeps only itself, never the whole message.
+/// not check, and an under-read would desynchronise its framing. Each
+/// message is copied out of tonic's buffer into memory of its own (a cut of
+/// this stream's 8 KiB slab up to [`SMALL_MESSAGE_MAX`], an exact allocation
+/// above) and decoded from there by the same rule as the full framing's
+/// [`ProstMessageDecoder`](super::ProstMessageDecoder): in a message above
+/// 4 KiB a `bytes` field (with the `Bytes` config) shares the message's
+/// memory only when it is at least half of it, so a kept field never holds
+/// more than twice its size; a field of a smaller message pins at most one
+/// slab.
 pub struct ProstDecoder<U> {
     buffer_settings: BufferSettings,
     buffers: MessageBuffers,
@@ -68,14 +67,14 @@ impl<U: Message + Default> Decoder for ProstDecoder<U> {
     type Error = Status;
 
     fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
+        // Consumes exactly `len`: `DecodeBuf` holds no more and no less.
         let len = src.remaining();
-        let decoded = if len <= SMALL_MESSAGE_MAX {
-            // Consumes exactly `len`: `DecodeBuf` holds no more and no less.
-            U::decode(self.buffers.copy_message(src, len))
+        let message = if len <= SMALL_MESSAGE_MAX {
+            self.buffers.copy_message(src, len)
         } else {
-            decode_borrowed(src)
+            copy_exact(src)
         };
-        decoded
+        decode_owned(message)
             .map(Some)
             .map_err(|error| Status::internal(error.to_string()))
     }
@@ -85,80 +84,34 @@ impl<U: Message + Default> Decoder for ProstDecoder<U> {
     }
 }
 
-/// Decodes the whole of `src` from a borrowed view and consumes all of it,
-/// whatever the outcome.
-fn decode_borrowed<U: Message + Default>(src: &mut impl Buf) -> Result<U, prost::DecodeError> {
-    let len = src.remaining();
-    let chunk = src.chunk();
-    if chunk.len() == len {
-        let decoded = U::decode(chunk);
-        src.advance(len);
-        return decoded;
+/// All of `src` in one allocation of exactly its length. Never
+/// `copy_to_bytes`, which would share (and pin) tonic's buffer.
+fn copy_exact(src: &mut impl Buf) -> Bytes {
+    let mut owned = Vec::with_capacity(src.remaining());
+    while src.has_remaining() {
+        let chunk = src.chunk();
+        owned.extend_from_slice(chunk);
+        let read = chunk.len();
+        src.advance(read);
     }
-    // tonic hands over one contiguous `BytesMut` region, so this is not
-    // reached today; a segmented buffer is gathered once rather than sliced,
-    // which keeps the no-reference guarantee.
-    let mut gathered = vec![0; len];
-    src.copy_to_slice(&mut gathered);
-    U::decode(gathered.as_slice())
+    Bytes::from(owned)
 }
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use bytes::Bytes;
-
-    #[derive(Clone, PartialEq, prost::Message)]
-    struct Record {
-        #[prost(bytes = "bytes", tag = "1")]
-        key: Bytes,
-        #[prost(bytes = "bytes", tag = "2")]
-        blob: Bytes,
-    }
-
-    fn record() -> Record {
-        Record {
-            key: Bytes::from_static(b"0123456789abcdef"),
-            blob: Bytes::from(vec![7u8; 3000]),
-        }
-    }
-
-    fn points_into(field: &Bytes, buffer: &[u8]) -> bool {
-        let range = buffer.as_ptr_range();
-        range.contains(&field.as_ptr())
-    }
 
     #[test]
-    fn contiguous_input_is_decoded_into_fields_of_their_own() {
-        let encoded = record().encode_to_vec();
-        let mut src: &[u8] = &encoded;
-        let decoded: Record = decode_borrowed(&mut src).unwrap();
-        assert_eq!(decoded, record());
-        assert!(src.is_empty());
-        assert!(!points_into(&decoded.key, &encoded));
-        assert!(!points_into(&decoded.blob, &encoded));
-    }
-
-    #[test]
-    fn segmented_input_is_gathered_and_fully_consumed() {
-        let encoded = record().encode_to_vec();
-        let (head, tail) = encoded.split_at(1000);
+    fn a_large_message_is_copied_into_an_exact_allocation_of_its_own() {
+        let wire = vec![5u8; 20_000];
+        let (head, tail) = wire.split_at(7_000);
         let mut src = Buf::chain(head, tail);
-        assert!(src.chunk().len() < src.remaining());
-        let decoded: Record = decode_borrowed(&mut src).unwrap();
-        assert_eq!(decoded, record());
-        assert_eq!(src.remaining(), 0);
-    }
-
-    #[test]
-    fn a_failed_decode_still_consumes_everything() {
-        // A length prefix that runs past the end of the message.
-        let garbage = [0x12u8, 0x40, 1, 2, 3];
-        let mut contiguous: &[u8] = &garbage;
-        assert!(decode_borrowed::<Record>(&mut contiguous).is_err());
-        assert!(contiguous.is_empty());
-
-        let mut segmented = Buf::chain(&garbage[..2], &garbage[2..]);
-        assert!(decode_borrowed::<Record>(&mut segmented).is_err());
-        assert_eq!(segmented.remaining(), 0);
+        let copied = copy_exact(&mut src);
+        assert_eq!(src.remaining(), 0, "everything consumed");
+        assert_eq!(copied, wire);
+        assert!(copied.is_unique());
+        let owned = copied.try_into_mut().unwrap();
+        assert_eq!(owned.capacity(), wire.len());
+        assert!(!wire.as_ptr_range().contains(&owned.as_ptr()));
     }
 }

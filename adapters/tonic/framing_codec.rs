@@ -2,7 +2,7 @@
 
 use prost::Message;
 
-use super::codec::{BufferConfig, ProstCodec, ProstCodecWith};
+use super::codec::ProstCodec;
 
 /// A codec that [`server::Grpc`](super::server::Grpc) and
 /// [`client::Grpc`](super::client::Grpc) can run: it names the prost message
@@ -11,9 +11,10 @@ use super::codec::{BufferConfig, ProstCodec, ProstCodecWith};
 /// [`ProstMessageDecoder`](super::ProstMessageDecoder)).
 ///
 /// Generated code builds the codec with `Default`; the build hook points it
-/// at [`ProstCodec`], which implements this trait, as does
-/// [`ProstCodecWith`]. Buffer settings of the codec do not apply: the full
-/// framing keeps no tonic buffer to size.
+/// at [`ProstCodec`]. [`ProstCodecWith`](super::ProstCodecWith) does not
+/// implement it on purpose: its buffer settings size tonic's buffers, which
+/// the full framing does not have, so naming it there is a compile error
+/// rather than a setting that silently does nothing.
 pub trait FramingCodec {
     /// The messages this side sends.
     type Encode: Message + Send + 'static;
@@ -25,16 +26,6 @@ impl<T, U> FramingCodec for ProstCodec<T, U>
 where
     T: Message + Send + 'static,
     U: Message + Default + Send + 'static,
-{
-    type Encode = T;
-    type Decode = U;
-}
-
-impl<T, U, C> FramingCodec for ProstCodecWith<T, U, C>
-where
-    T: Message + Send + 'static,
-    U: Message + Default + Send + 'static,
-    C: BufferConfig,
 {
     type Encode = T;
     type Decode = U;

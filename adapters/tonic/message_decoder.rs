@@ -50,13 +50,21 @@ impl<T: Message + Default> MessageDecoder for ProstMessageDecoder<T> {
     type Item = T;
 
     fn decode(&mut self, message: Bytes) -> Result<T, Status> {
-        let result = if message.len() <= SMALL_MESSAGE_MAX {
-            T::decode(message)
-        } else {
-            T::decode(FieldBuf::new(message))
-        };
         // The same text as the codec-only path: prost's own.
-        result.map_err(|error| Status::internal(error.to_string()))
+        decode_owned(message).map_err(|error| Status::internal(error.to_string()))
+    }
+}
+
+/// Decodes a message whose bytes are its own, by the one rule both tonic
+/// paths follow for kept `bytes` fields: every field of a message up to
+/// [`SMALL_MESSAGE_MAX`] shares the message's buffer; in a larger message
+/// only a field of at least half the message does, and a smaller one is
+/// copied out.
+pub(super) fn decode_owned<T: Message + Default>(message: Bytes) -> Result<T, prost::DecodeError> {
+    if message.len() <= SMALL_MESSAGE_MAX {
+        T::decode(message)
+    } else {
+        T::decode(FieldBuf::new(message))
     }
 }
 

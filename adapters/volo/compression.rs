@@ -7,7 +7,7 @@
 //! where stock volo-grpc sets the compressed flag and writes nothing.
 
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
-#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+#[cfg(any(feature = "gzip", feature = "deflate"))]
 use volo_grpc::codec::compression::Level;
 
 #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
@@ -54,7 +54,7 @@ fn by_name(encoding: VoloEncoding) -> CompressionEncoding {
 /// volo-grpc carries a flate2 level (0 to 9) in its configs. For zstd, level
 /// 0 means zstd's default, as in volo-grpc.
 pub fn compression_from_volo(encoding: Option<VoloEncoding>) -> Option<Compression> {
-    #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
     let precise = |level: Level| CompressionLevel::Precise(level.level() as i32);
     #[allow(unreachable_patterns)]
     let compression = match encoding? {
