@@ -1,61 +1,23 @@
-//! An HTTP body whose data chunks are `Bytes` and whose errors are already
-//! gRPC statuses, whatever they were.
-
-use std::pin::Pin;
-use std::task::{Context, Poll};
+//! tonic's bodies as the core decoder reads them: `Bytes` chunks and
+//! errors that are already gRPC statuses.
 
 use bytes::{Buf, Bytes};
-use http_body::{Body, Frame, SizeHint};
-use pin_project_lite::pin_project;
+use http_body::Body;
+use http_body_util::BodyExt;
 use tonic::codegen::StdError;
 
 use crate::Status;
 
-pin_project! {
-    /// Hands the core decoder `Bytes` chunks and [`Status`] errors. tonic's
-    /// servers and clients name bodies with any `Buf` data; for `Bytes` (what
-    /// hyper and tonic produce) the conversion is a move, for anything else
-    /// one copy.
-    pub(crate) struct BytesBody<B> {
-        #[pin]
-        inner: B,
-    }
-}
-
-impl<B> BytesBody<B> {
-    pub(crate) fn new(inner: B) -> Self {
-        BytesBody { inner }
-    }
-}
-
-impl<B> Body for BytesBody<B>
+/// `body` with `Bytes` data and [`Status`] errors. tonic's servers and
+/// clients name bodies with any `Buf` data; for `Bytes` (what hyper and
+/// tonic produce) the conversion is a move, for anything else one copy.
+pub(crate) fn bytes_body<B>(body: B) -> impl Body<Data = Bytes, Error = Status>
 where
     B: Body,
     B::Error: Into<StdError>,
 {
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        self.project().inner.poll_frame(cx).map(|frame| {
-            frame.map(|frame| {
-                frame
-                    .map(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
-                    .map_err(status_from_transport)
-            })
-        })
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
+    body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+        .map_err(status_from_transport)
 }
 
 /// The code tonic gives a transport error: an HTTP/2 reset's reason maps as

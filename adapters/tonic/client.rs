@@ -18,7 +18,7 @@ use tonic::codegen::StdError;
 use tonic::metadata::{GRPC_CONTENT_TYPE, MetadataMap};
 
 use super::ProstMessageEncoder;
-use super::body::BytesBody;
+use super::body::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::encoding_from_tonic;
 use super::framing_codec::FramingCodec;
@@ -218,13 +218,9 @@ impl<T> Grpc<T> {
             // A trailers-only error answers the call itself, as in tonic.
             return Err(status.into());
         }
-        let messages = Streaming::new_response(
-            parts.status,
-            &parts.headers,
-            BytesBody::new(body),
-            self.limits,
-        )
-        .with_optional_budget(tagged_budget(&parts.extensions));
+        let messages =
+            Streaming::new_response(parts.status, &parts.headers, bytes_body(body), self.limits)
+                .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Response::from_parts(
             MetadataMap::from_headers(parts.headers),
             messages,

@@ -26,7 +26,7 @@ use tonic::server::{ServerStreamingService, UnaryService};
 use tower_service::Service;
 
 use super::ProstMessageEncoder;
-use super::body::BytesBody;
+use super::body::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::{
     ENCODING_NAME, encoding_from_tonic, encodings_from_tonic, negotiate_received, negotiate_send,
@@ -340,7 +340,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let encoding = negotiate_received(req.headers(), self.accept)?;
         let (parts, body) = req.into_parts();
-        let messages = Streaming::new_request(BytesBody::new(body), encoding, self.limits)
+        let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)
             .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Request::from_http(http::Request::from_parts(
             parts, messages,
