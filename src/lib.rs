@@ -1,17 +1,27 @@
 //! # grpc-stream-codec
 //!
 //! The framing half of a gRPC streaming stack, built to spend less memory and
-//! CPU than the stock paths of tonic and volo-grpc:
+//! CPU than the stock paths of tonic and volo-grpc. Modules:
 //!
+//! - [`encode`]: the batching encoder ([`encode::EncodeStream`]) and the HTTP
+//!   body around it;
+//! - [`decode`]: the frame-fed decoder ([`EnvelopeAssembler`], [`Streaming`])
+//!   and its allocation policy;
 //! - [`envelope`]: the 5-byte length prefix, its flags and size limits;
-//! - [`compression`]: identity, gzip, deflate (zlib) and zstd, with
+//! - [`compression`]: identity, gzip, deflate (zlib) and zstd, with ordered
 //!   negotiation and decompression bounded by the receive limit;
-//! - [`status`]: a compact [`Status`] that is cheap to return in `Result`;
 //! - [`budget`]: a receive memory budget shared across streams, with
-//!   HTTP/2 backpressure instead of errors.
+//!   HTTP/2 backpressure instead of errors;
+//! - [`status`]: a compact [`Status`] that is cheap to return in `Result`;
+//! - `tonic` (feature `tonic`, build hook alone: `tonic-build-hook`): full
+//!   framing for tonic 0.14 through a build-script hook, and a codec for
+//!   `codec_path`;
+//! - `volo` (feature `volo`, build hook alone: `volo-build-hook`): the
+//!   adapter for volo-grpc 0.12's generated code.
 //!
-//! The core names no framework and no runtime. The adapters for tonic and
-//! volo-grpc live behind the `tonic` and `volo` cargo features.
+//! The core names no framework and no runtime; the adapters use it, never
+//! the other way round. The repository's README has a quick start per
+//! framework; `docs/architecture.md` maps the adapters' files side by side.
 #![forbid(unsafe_code)]
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
