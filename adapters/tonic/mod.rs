@@ -43,6 +43,16 @@
 //! (The README's copy of this build script is compiled in the repository's
 //! `examples/readme-tonic-full`.)
 //!
+//! Include the generated code with [`include_proto!`] (this crate's, in place
+//! of `tonic::include_proto!`): it fails the build, naming the fix, when the
+//! hook did not run after tonic-prost-build.
+//!
+//! ```ignore
+//! pub mod pb {
+//!     grpc_stream_codec::tonic::include_proto!("my.package");
+//! }
+//! ```
+//!
 //! Client-streaming and bidi handlers then take
 //! `tonic::Request<grpc_stream_codec::tonic::Streaming<T>>`. One deliberate
 //! difference from tonic: a request stream the client cancels ends with
@@ -125,6 +135,7 @@ mod encode;
 mod framing_codec;
 #[cfg(feature = "tonic")]
 pub mod guard;
+mod include;
 #[cfg(feature = "tonic")]
 mod message_decoder;
 #[cfg(feature = "tonic")]
@@ -139,6 +150,12 @@ mod sources;
 mod status;
 #[cfg(feature = "tonic")]
 mod streaming;
+
+#[doc(hidden)]
+pub use include::__private;
+
+#[doc(inline)]
+pub use crate::__tonic_include_proto as include_proto;
 
 #[cfg(feature = "tonic")]
 pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};
