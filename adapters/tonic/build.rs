@@ -281,11 +281,11 @@ impl fmt::Display for RewriteError {
             RewriteError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             RewriteError::NothingGenerated { dir } => write!(
                 f,
-                "no tonic-prost-build server or client found under {}; in build.rs, run \
+                "no tonic-prost-build server or client found under {}. In build.rs, call \
                  grpc_stream_codec::tonic::build::rewrite_out_dir() after \
                  tonic_prost_build's compile call (compile_protos or compile_fds), on the \
-                 directory it wrote to (OUT_DIR, or the builder's out_dir), with \
-                 build_server or build_client enabled",
+                 directory it wrote to (OUT_DIR; rewrite_dir(dir) for the builder's \
+                 out_dir), with build_server or build_client enabled",
                 dir.display()
             ),
             RewriteError::AlreadyRewritten { dir } => write!(
@@ -754,5 +754,15 @@ pub mod echo_client {
         assert!(text.contains("remove the codec_path(..) call"), "{text}");
         let text = RewriteError::NoOutDir.to_string();
         assert!(text.contains("rewrite_dir"), "{text}");
+        // A build script's `main` returning the error prints its Debug form.
+        for err in [
+            RewriteError::NoOutDir,
+            RewriteError::NothingGenerated { dir: "out".into() },
+            RewriteError::AlreadyRewritten { dir: "out".into() },
+        ] {
+            let debug = format!("{err:?}");
+            assert_eq!(debug, err.to_string());
+            assert!(debug.contains("rewrite_out_dir"), "{debug}");
+        }
     }
 }

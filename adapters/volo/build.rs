@@ -679,6 +679,14 @@ pub trait Echo {
             matches!(err, RewriteError::NothingGenerated { .. }),
             "{err}"
         );
+        // A build script's `main` returning the error prints its Debug
+        // form: the text that says what to do.
+        let debug = format!("{err:?}");
+        assert_eq!(debug, err.to_string());
+        assert!(
+            debug.contains("run grpc_stream_codec::volo::build::rewrite_out_dir() after"),
+            "{debug}"
+        );
         fs::remove_dir_all(&dir).unwrap();
     }
 
