@@ -633,8 +633,7 @@ pub trait Echo {
         let expected = format!("{}{MARKER}", rewrite_source(&generated).unwrap().text);
         assert_eq!(once, expected);
         assert_eq!(
-            once.matches("struct __grpc_stream_codec_volo_rewritten;")
-                .count(),
+            once.matches("as __grpc_stream_codec_volo_check;").count(),
             1
         );
 

@@ -729,7 +729,12 @@ impl Fixture {
         let source = manifest.join("tests/fixtures/hook-order");
         // `<target>/tmp`, which cargo makes for integration tests.
         let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
-        let dir = tmp.join("tonic-hook-order");
+        // One copy per checkout: worktrees of this repository may share a
+        // target directory, and a test in another must not overwrite it.
+        let dir = tmp.join(format!("tonic-hook-order-{:016x}", {
+            use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+            BuildHasherDefault::<DefaultHasher>::default().hash_one(&root)
+        }));
         let _ = fs::remove_dir_all(&dir);
         for file in [
             "build.rs",
