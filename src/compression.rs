@@ -2,13 +2,29 @@
 //! means the name) and `zstd`, header negotiation, and decompression that
 //! never writes more than the receive limit.
 //!
-//! ```
-//! use grpc_stream_codec::compression::{CompressionEncoding, EncodingSet};
+//! One negotiation rule, used by both adapters: a client lists what it
+//! accepts in `grpc-accept-encoding` in its order of preference
+//! ([`EncodingList`], the order its `accept_compressed` calls came in, then
+//! `identity`), and a server answers with the first entry of that list it
+//! may send ([`EncodingSet::negotiate`]), as stock tonic and volo-grpc do.
 //!
-//! // What the peer says it accepts, and what we are willing to send.
-//! let theirs = EncodingSet::parse_accept("br, gzip, identity");
-//! let ours = EncodingSet::supported();
-//! assert_eq!(ours.negotiate(theirs), Some(CompressionEncoding::Gzip));
+//! ```
+//! use grpc_stream_codec::compression::{CompressionEncoding, EncodingList, EncodingSet};
+//! use http::HeaderMap;
+//!
+//! // The client prefers zstd, then gzip.
+//! let accept = EncodingList::empty()
+//!     .with(CompressionEncoding::Zstd)
+//!     .with(CompressionEncoding::Gzip);
+//! let mut headers = HeaderMap::new();
+//! headers.insert("grpc-accept-encoding", accept.accept_header_value().unwrap());
+//! assert_eq!(headers["grpc-accept-encoding"], "zstd,gzip,identity");
+//!
+//! // A server that may send gzip and zstd answers with zstd.
+//! let send = EncodingSet::empty()
+//!     .with(CompressionEncoding::Gzip)
+//!     .with(CompressionEncoding::Zstd);
+//! assert_eq!(send.negotiate(&headers), Some(CompressionEncoding::Zstd));
 //! ```
 
 mod context;
@@ -329,13 +345,118 @@ impl EncodingSet {
         HeaderValue::try_from(self.to_string()).unwrap_or_else(|_| HeaderValue::from_static(""))
     }
 
-    /// The encoding to send with: the first compressing encoding of ours, in
-    /// the order `gzip, deflate, zstd`, that the peer accepts; `None` when
-    /// there is none.
-    pub fn negotiate(self, theirs: EncodingSet) -> Option<CompressionEncoding> {
-        self.iter()
-            .filter(|encoding| !encoding.is_identity() && encoding.is_supported())
-            .find(|encoding| theirs.contains(*encoding))
+    /// The encoding to send with, given the peer's request headers: the
+    /// first entry of its `grpc-accept-encoding` (its order of preference;
+    /// several header values are read in order) that is a compressing
+    /// encoding this set holds and this build supports; `None` (send
+    /// uncompressed) when there is none. This is the rule stock tonic and
+    /// volo-grpc servers follow, and the one both adapters use.
+    pub fn negotiate(self, headers: &http::HeaderMap) -> Option<CompressionEncoding> {
+        if self.is_empty() {
+            return None;
+        }
+        headers
+            .get_all(GRPC_ACCEPT_ENCODING)
+            .iter()
+            .filter_map(|value| value.to_str().ok())
+            .flat_map(|value| value.split(','))
+            .filter_map(CompressionEncoding::from_name)
+            .find(|encoding| {
+                !encoding.is_identity() && encoding.is_supported() && self.contains(*encoding)
+            })
+    }
+}
+
+/// Encodings in an order of preference: what a client accepts, in the order
+/// it was told (repeats keep their first place). Its
+/// [`accept_header_value`](Self::accept_header_value) lists them in that
+/// order, then `identity`, as stock tonic does, so a server answers with
+/// the client's first choice it may send.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub struct EncodingList {
+    items: [Option<CompressionEncoding>; 4],
+}
+
+impl EncodingList {
+    /// The empty list.
+    pub const fn empty() -> Self {
+        EncodingList { items: [None; 4] }
+    }
+
+    /// Appends `encoding` unless the list holds it already.
+    pub fn with(mut self, encoding: CompressionEncoding) -> Self {
+        for slot in &mut self.items {
+            match slot {
+                Some(held) if *held == encoding => break,
+                Some(_) => continue,
+                None => {
+                    *slot = Some(encoding);
+                    break;
+                }
+            }
+        }
+        self
+    }
+
+    /// The encodings, in order.
+    pub fn iter(self) -> impl Iterator<Item = CompressionEncoding> {
+        self.items.into_iter().flatten()
+    }
+
+    /// Whether the list holds `encoding`.
+    pub fn contains(self, encoding: CompressionEncoding) -> bool {
+        self.iter().any(|held| held == encoding)
+    }
+
+    /// Whether the list is empty.
+    pub fn is_empty(self) -> bool {
+        self.items[0].is_none()
+    }
+
+    /// The same encodings as a set.
+    pub fn to_set(self) -> EncodingSet {
+        self.iter().collect()
+    }
+
+    /// The `grpc-accept-encoding` value: the compressing encodings in order,
+    /// then `identity` (`zstd,gzip,identity`); `None` when the list holds no
+    /// compressing encoding (then the header is not sent).
+    pub fn accept_header_value(self) -> Option<HeaderValue> {
+        let mut value = String::new();
+        for encoding in self.iter().filter(|encoding| !encoding.is_identity()) {
+            value.push_str(encoding.name());
+            value.push(',');
+        }
+        if value.is_empty() {
+            return None;
+        }
+        value.push_str(CompressionEncoding::Identity.name());
+        HeaderValue::try_from(value).ok()
+    }
+}
+
+impl FromIterator<CompressionEncoding> for EncodingList {
+    fn from_iter<I: IntoIterator<Item = CompressionEncoding>>(iter: I) -> Self {
+        iter.into_iter()
+            .fold(EncodingList::empty(), |list, encoding| list.with(encoding))
+    }
+}
+
+impl fmt::Display for EncodingList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        for (index, encoding) in self.iter().enumerate() {
+            if index > 0 {
+                f.write_str(",")?;
+            }
+            f.write_str(encoding.name())?;
+        }
+        Ok(())
+    }
+}
+
+impl fmt::Debug for EncodingList {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_list().entries(self.iter()).finish()
     }
 }
 
@@ -559,11 +680,32 @@ mod tests {
     fn accept_lists_parse_ignore_unknowns_and_negotiate() {
         let theirs = EncodingSet::parse_accept("br, zstd ,snappy,deflate");
         assert_eq!(theirs.to_string(), "deflate,zstd");
+        let accept = |value: &'static str| {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(GRPC_ACCEPT_ENCODING, HeaderValue::from_static(value));
+            headers
+        };
+        // The peer's order decides, not ours.
         let ours = EncodingSet::supported();
-        assert_eq!(ours.negotiate(theirs), Some(CompressionEncoding::Deflate));
-        let only_zstd = EncodingSet::empty().with(CompressionEncoding::Zstd);
-        assert_eq!(only_zstd.negotiate(theirs), Some(CompressionEncoding::Zstd));
-        assert_eq!(ours.negotiate(EncodingSet::parse_accept("identity")), None);
+        let theirs = accept("br, zstd ,snappy,deflate");
+        assert_eq!(ours.negotiate(&theirs), Some(CompressionEncoding::Zstd));
+        let no_zstd = EncodingSet::empty()
+            .with(CompressionEncoding::Gzip)
+            .with(CompressionEncoding::Deflate);
+        assert_eq!(
+            no_zstd.negotiate(&theirs),
+            Some(CompressionEncoding::Deflate)
+        );
+        assert_eq!(
+            ours.negotiate(&accept("gzip,zstd,identity")),
+            Some(CompressionEncoding::Gzip)
+        );
+        assert_eq!(ours.negotiate(&accept("identity")), None);
+        assert_eq!(ours.negotiate(&http::HeaderMap::new()), None);
+        assert_eq!(EncodingSet::empty().negotiate(&theirs), None);
+        // Identity in our set is no reason to pick it: uncompressed is `None`.
+        let identity = EncodingSet::empty().with(CompressionEncoding::Identity);
+        assert_eq!(identity.negotiate(&accept("identity,gzip")), None);
         assert_eq!(
             EncodingSet::supported().accept_header_value(),
             "identity,gzip,deflate,zstd"
@@ -574,5 +716,46 @@ mod tests {
         headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("zlib, x"));
         let read = EncodingSet::from_accept_header(&headers);
         assert_eq!(read.to_string(), "identity,gzip,deflate");
+    }
+
+    #[test]
+    fn accept_lists_keep_the_callers_order_and_negotiation_follows_it() {
+        let list = EncodingList::empty()
+            .with(CompressionEncoding::Zstd)
+            .with(CompressionEncoding::Gzip)
+            .with(CompressionEncoding::Zstd);
+        assert_eq!(list.to_string(), "zstd,gzip");
+        assert_eq!(list.accept_header_value().unwrap(), "zstd,gzip,identity");
+        let reversed: EncodingList = [CompressionEncoding::Gzip, CompressionEncoding::Zstd]
+            .into_iter()
+            .collect();
+        assert_eq!(
+            reversed.accept_header_value().unwrap(),
+            "gzip,zstd,identity"
+        );
+        assert_eq!(list.to_set(), reversed.to_set());
+        assert!(list.contains(CompressionEncoding::Gzip));
+        assert!(!list.contains(CompressionEncoding::Deflate));
+        assert_eq!(EncodingList::empty().accept_header_value(), None);
+        let identity_only = EncodingList::empty().with(CompressionEncoding::Identity);
+        assert_eq!(identity_only.accept_header_value(), None);
+
+        // A server that may send both answers with the client's first.
+        let send = EncodingSet::empty()
+            .with(CompressionEncoding::Gzip)
+            .with(CompressionEncoding::Zstd);
+        for (client, expected) in [
+            (list, CompressionEncoding::Zstd),
+            (reversed, CompressionEncoding::Gzip),
+        ] {
+            let mut headers = http::HeaderMap::new();
+            headers.insert(GRPC_ACCEPT_ENCODING, client.accept_header_value().unwrap());
+            assert_eq!(send.negotiate(&headers), Some(expected));
+        }
+        // Values of several headers are one list, in order.
+        let mut headers = http::HeaderMap::new();
+        headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("br"));
+        headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("zstd, gzip"));
+        assert_eq!(send.negotiate(&headers), Some(CompressionEncoding::Zstd));
     }
 }

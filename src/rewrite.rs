@@ -136,6 +136,13 @@ pub(crate) fn rewrite(text: &str, rules: &[Rule]) -> Rewritten {
     Rewritten { text: out, hits }
 }
 
+/// Prints a build hook's error as a `cargo::error=` line (on one line), so
+/// cargo shows it as the build's first error.
+pub(crate) fn report_to_cargo(error: &dyn std::fmt::Display) {
+    let text = error.to_string().replace(['\n', '\r'], " ");
+    println!("cargo::error={text}");
+}
+
 /// Whether the code before `start` ends in `impl` or `impl<..>`, i.e. the
 /// path at `start` names the trait of an impl block.
 pub(crate) fn preceded_by_impl(text: &str, start: usize) -> bool {

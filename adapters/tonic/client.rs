@@ -27,7 +27,7 @@ use super::sources::Infallible;
 use super::streaming::Streaming;
 use crate::Status;
 use crate::compression::{
-    Compression, CompressionEncoding, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
+    Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
@@ -60,7 +60,7 @@ pub struct Grpc<T> {
     inner: T,
     origin: Uri,
     send: Option<CompressionEncoding>,
-    accept: EncodingSet,
+    accept: EncodingList,
     limits: Limits,
 }
 
@@ -78,7 +78,7 @@ impl<T> Grpc<T> {
             inner,
             origin,
             send: None,
-            accept: EncodingSet::empty(),
+            accept: EncodingList::empty(),
             limits: Limits::default(),
         }
     }
@@ -89,7 +89,11 @@ impl<T> Grpc<T> {
         self
     }
 
-    /// Asks the server to compress responses with `encoding`.
+    /// Asks the server to compress responses with `encoding`. Calls are an
+    /// order of preference: `grpc-accept-encoding` lists the encodings in
+    /// the order of the calls, then `identity` (`zstd,gzip,identity` after
+    /// `accept_compressed(Zstd)` and `accept_compressed(Gzip)`), as stock
+    /// tonic does, and servers answer with the first they may send.
     pub fn accept_compressed(mut self, encoding: TonicEncoding) -> Self {
         if let Some(encoding) = encoding_from_tonic(encoding) {
             self.accept = self.accept.with(encoding);
@@ -262,9 +266,8 @@ impl<T> Grpc<T> {
         if let Some(encoding) = self.send {
             headers.insert(GRPC_ENCODING, encoding.header_value());
         }
-        if !self.accept.is_empty() {
-            let accept = self.accept.with(CompressionEncoding::Identity);
-            headers.insert(GRPC_ACCEPT_ENCODING, accept.accept_header_value());
+        if let Some(accept) = self.accept.accept_header_value() {
+            headers.insert(GRPC_ACCEPT_ENCODING, accept);
         }
         Ok(request)
     }

@@ -9,7 +9,6 @@ use crate::status::Code;
 
 // Parsed once: generated servers look both up on every request.
 pub(crate) const ENCODING_NAME: HeaderName = HeaderName::from_static(GRPC_ENCODING);
-const ACCEPT_ENCODING_NAME: HeaderName = HeaderName::from_static(GRPC_ACCEPT_ENCODING);
 
 /// This crate's encoding for one of tonic's; `None` for one this crate was
 /// built without.
@@ -85,22 +84,6 @@ pub fn negotiate_received(
     }
 }
 
-/// The encoding to send with: the first entry of the peer's
-/// `grpc-accept-encoding` (the peer's order of preference) that this side
-/// may send, or `None`.
-pub fn negotiate_send(headers: &HeaderMap, send: EncodingSet) -> Option<CompressionEncoding> {
-    if send.is_empty() {
-        return None;
-    }
-    headers
-        .get_all(&ACCEPT_ENCODING_NAME)
-        .iter()
-        .filter_map(|value| value.to_str().ok())
-        .flat_map(|value| value.split(','))
-        .filter_map(|name| CompressionEncoding::from_name(name.trim()))
-        .find(|encoding| !encoding.is_identity() && send.contains(*encoding))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -154,20 +137,5 @@ mod tests {
             let listed = &status.metadata().unwrap()[GRPC_ACCEPT_ENCODING];
             assert_eq!(listed, "identity,gzip");
         }
-    }
-
-    #[test]
-    fn send_encoding_follows_the_peers_preference() {
-        let send = EncodingSet::empty()
-            .with(CompressionEncoding::Gzip)
-            .with(CompressionEncoding::Zstd);
-        let accept = headers(GRPC_ACCEPT_ENCODING, "identity, zstd,gzip");
-        assert_eq!(
-            negotiate_send(&accept, send),
-            Some(CompressionEncoding::Zstd)
-        );
-        let deflate_only = headers(GRPC_ACCEPT_ENCODING, "deflate");
-        assert_eq!(negotiate_send(&deflate_only, send), None);
-        assert_eq!(negotiate_send(&accept, EncodingSet::empty()), None);
     }
 }

@@ -43,6 +43,16 @@
 //! (The README's copy of this build script is compiled in the repository's
 //! `examples/readme-tonic-full`.)
 //!
+//! Include the generated code with [`include_proto!`] (this crate's, in place
+//! of `tonic::include_proto!`): it fails the build, naming the fix, when the
+//! hook did not run after tonic-prost-build.
+//!
+//! ```ignore
+//! pub mod pb {
+//!     grpc_stream_codec::tonic::include_proto!("my.package");
+//! }
+//! ```
+//!
 //! Client-streaming and bidi handlers then take
 //! `tonic::Request<grpc_stream_codec::tonic::Streaming<T>>`. One deliberate
 //! difference from tonic: a request stream the client cancels ends with
@@ -124,6 +134,7 @@ mod decode;
 mod encode;
 #[cfg(feature = "tonic")]
 mod framing_codec;
+mod include;
 #[cfg(feature = "tonic")]
 mod message_decoder;
 #[cfg(feature = "tonic")]
@@ -138,6 +149,12 @@ mod sources;
 mod status;
 #[cfg(feature = "tonic")]
 mod streaming;
+
+#[doc(hidden)]
+pub use include::__private;
+
+#[doc(inline)]
+pub use crate::__tonic_include_proto as include_proto;
 
 #[cfg(feature = "tonic")]
 pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};

@@ -29,7 +29,7 @@ use super::ProstMessageEncoder;
 use super::body::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::{
-    ENCODING_NAME, encoding_from_tonic, encodings_from_tonic, negotiate_received, negotiate_send,
+    ENCODING_NAME, encoding_from_tonic, encodings_from_tonic, negotiate_received,
 };
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
@@ -229,7 +229,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let send = negotiate_send(req.headers(), self.send);
+        let send = self.send.negotiate(req.headers());
         let request = match self.single_request(req).await {
             Ok(request) => request,
             Err(status) => return status.into_http(),
@@ -251,7 +251,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let send = negotiate_send(req.headers(), self.send);
+        let send = self.send.negotiate(req.headers());
         let request = match self.single_request(req).await {
             Ok(request) => request,
             Err(status) => return status.into_http(),
@@ -271,7 +271,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send + 'static,
     {
-        let send = negotiate_send(req.headers(), self.send);
+        let send = self.send.negotiate(req.headers());
         let request = match self.streaming_request(req) {
             Ok(request) => request,
             Err(status) => return status.into_http(),
@@ -293,7 +293,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let send = negotiate_send(req.headers(), self.send);
+        let send = self.send.negotiate(req.headers());
         let request = match self.streaming_request(req) {
             Ok(request) => request,
             Err(status) => return status.into_http(),

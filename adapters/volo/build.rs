@@ -37,7 +37,7 @@
 //! `RecvStream` after the rewrite.
 //!
 //! Each root file of the output (one no other file includes, e.g.
-//! `volo_gen.rs`) also gets a marker appended, a private type that
+//! `volo_gen.rs`) also gets a marker appended, an import that
 //! [`include_service!`](crate::volo::include_service) checks for: a file
 //! volo-build wrote after the hook ran (the hook was called before it) or
 //! that the hook never saw has none, and the crate including it fails to
@@ -99,7 +99,9 @@ pub struct RewriteReport {
 }
 
 /// Why a rewrite failed.
-#[derive(Debug)]
+///
+/// Its `Debug` form is its `Display` text, so a `build.rs` whose `main`
+/// returns `Result<(), Box<dyn Error>>` prints what to do, not the variant.
 pub enum RewriteError {
     /// `OUT_DIR` is not set: [`rewrite_out_dir`] was called outside a build script.
     NoOutDir,
@@ -136,7 +138,8 @@ impl fmt::Display for RewriteError {
             RewriteError::NothingGenerated { dir } => write!(
                 f,
                 "no volo-grpc SendEntryMessage/RecvEntryMessage impl found under {}; \
-                 run the rewrite after volo_build has written its output there",
+                 in build.rs, run grpc_stream_codec::volo::build::rewrite_out_dir() after \
+                 volo-build's `.write()` has written its output there",
                 dir.display()
             ),
             RewriteError::MissingPattern { path, expected } => write!(
@@ -147,6 +150,12 @@ impl fmt::Display for RewriteError {
                 env!("CARGO_PKG_VERSION")
             ),
         }
+    }
+}
+
+impl fmt::Debug for RewriteError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        fmt::Display::fmt(self, f)
     }
 }
 
@@ -162,10 +171,18 @@ impl std::error::Error for RewriteError {
 /// Rewrites every `.rs` file under `$OUT_DIR` (recursively, so the
 /// per-service directories of `split_generated_files(true)` are covered).
 ///
-/// Call it from `build.rs` after volo-build has written its output.
+/// Call it from `build.rs` after volo-build has written its output, and
+/// return its error (`?`). On failure it also prints the error as a
+/// `cargo::error=` line, so cargo shows the fix as the build's first error
+/// rather than under "failed to run custom build command".
 pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    let dir = std::env::var_os("OUT_DIR").ok_or(RewriteError::NoOutDir)?;
-    rewrite_dir(dir)
+    let result = std::env::var_os("OUT_DIR")
+        .ok_or(RewriteError::NoOutDir)
+        .and_then(rewrite_dir);
+    if let Err(error) = &result {
+        rewrite::report_to_cargo(error);
+    }
+    result
 }
 
 /// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
@@ -616,8 +633,7 @@ pub trait Echo {
         let expected = format!("{}{MARKER}", rewrite_source(&generated).unwrap().text);
         assert_eq!(once, expected);
         assert_eq!(
-            once.matches("struct __grpc_stream_codec_volo_rewritten;")
-                .count(),
+            once.matches("as __grpc_stream_codec_volo_check;").count(),
             1
         );
 
@@ -661,6 +677,14 @@ pub trait Echo {
         assert!(
             matches!(err, RewriteError::NothingGenerated { .. }),
             "{err}"
+        );
+        // A build script's `main` returning the error prints its Debug
+        // form: the text that says what to do.
+        let debug = format!("{err:?}");
+        assert_eq!(debug, err.to_string());
+        assert!(
+            debug.contains("run grpc_stream_codec::volo::build::rewrite_out_dir() after"),
+            "{debug}"
         );
         fs::remove_dir_all(&dir).unwrap();
     }

@@ -44,7 +44,7 @@ use volo_grpc::context::ClientContext;
 use volo_grpc::{Request, Response};
 
 use super::compression::{compression_from_volo, encoding_from_volo};
-use crate::compression::{Compression, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
+use crate::compression::{Compression, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::GRPC_STATUS;
 
 /// A volo-grpc client layer that compresses requests and accepts compressed
@@ -93,13 +93,16 @@ use crate::status::GRPC_STATUS;
 #[derive(Clone, Debug, Default)]
 pub struct ClientCompressionLayer {
     send: Option<Compression>,
-    accept: EncodingSet,
+    accept: EncodingList,
 }
 
 impl ClientCompressionLayer {
     /// Compress requests with `send` (`None` or `Identity`: uncompressed)
-    /// and ask for responses compressed with any of `accept`. volo-grpc's
-    /// `Zlib` is sent and listed as `deflate`; configured levels are kept.
+    /// and ask for responses compressed with any of `accept`, in that order
+    /// of preference (`grpc-accept-encoding` lists them in `accept`'s
+    /// order, then `identity`, and servers answer with the first they may
+    /// send). volo-grpc's `Zlib` is sent and listed as `deflate`; configured
+    /// levels are kept.
     ///
     /// A response is decoded with whatever its `grpc-encoding` names (either
     /// name of deflate included) if this build supports it, listed or not;
@@ -123,12 +126,7 @@ impl ClientCompressionLayer {
     }
 
     fn accept_header(&self) -> Option<HeaderValue> {
-        let compressed: EncodingSet = self
-            .accept
-            .iter()
-            .filter(|encoding| !encoding.is_identity())
-            .collect();
-        (!compressed.is_empty()).then(|| compressed.accept_header_value())
+        self.accept.accept_header_value()
     }
 }
 
@@ -332,7 +330,14 @@ mod tests {
         let mut headers = HeaderMap::new();
         layer.write_headers(&mut headers);
         assert_eq!(headers[GRPC_ENCODING], "deflate");
-        assert_eq!(headers[GRPC_ACCEPT_ENCODING], "gzip,deflate");
+        // In the caller's order of preference, then identity.
+        assert_eq!(headers[GRPC_ACCEPT_ENCODING], "deflate,gzip,identity");
+
+        let gzip_first =
+            ClientCompressionLayer::new(None, [VoloEncoding::Gzip(None), VoloEncoding::Zlib(None)]);
+        let mut headers = HeaderMap::new();
+        gzip_first.write_headers(&mut headers);
+        assert_eq!(headers[GRPC_ACCEPT_ENCODING], "gzip,deflate,identity");
     }
 
     #[test]

@@ -2,43 +2,71 @@
 //! output and fails the build, naming the fix, when the [build hook](super::build)
 //! did not rewrite it.
 //!
-//! How the check works: the hook appends a marker type with
-//! `REWRITTEN = true` to each file a user includes (the root of each
-//! generated tree). The macro glob-imports a fallback type of the same name
-//! with `REWRITTEN = false`; an item defined in the module shadows a glob
-//! import, so the fallback is only seen when the marker is missing, and a
-//! constant that panics on `false` turns that into a compile error whose
-//! text rustc prints as it is.
+//! How the check works: the hook appends to each file a user includes (the
+//! root of each generated tree) an import of [`__private::rewritten`] under
+//! a fixed name. The macro glob-imports [`__private::stock`] under the same
+//! name; an import written in the module shadows a glob import, so the
+//! fallback is only seen when the marker is missing. The macro then invokes
+//! `check!` through that name: `rewritten::check!` expands to nothing,
+//! `stock::check!` to a `compile_error!` naming the fix. Both are resolved
+//! while macros expand, before rustc checks any type, so the message is the
+//! build's first error, ahead of the mismatched-signature errors (E0053)
+//! that handlers written for the adapter's `RecvStream` get against stock
+//! code (a `const` assertion would come after those).
 
 /// What the hook appends to each root file of volo-build's output: the
-/// marker type [`__private`]'s fallback is named after, with
-/// `REWRITTEN = true`. Private, so markers of two modules never meet.
+/// import [`include_service!`](crate::volo::include_service) checks for.
 pub(super) const MARKER: &str = "
 // Added by grpc_stream_codec::volo::build: this output was rewritten onto
 // the adapter after volo-build wrote it. Checked by
 // grpc_stream_codec::volo::include_service!.
 #[doc(hidden)]
-#[allow(dead_code, non_camel_case_types)]
-struct __grpc_stream_codec_volo_rewritten;
-#[allow(dead_code)]
-impl __grpc_stream_codec_volo_rewritten {
-    const REWRITTEN: bool = true;
-}
+#[allow(unused_imports)]
+use ::grpc_stream_codec::volo::__private::rewritten as __grpc_stream_codec_volo_check;
 ";
 
 /// Support for [`include_service!`](crate::volo::include_service); not an
 /// API.
 #[doc(hidden)]
 pub mod __private {
-    /// The fallback the macro's glob import brings in; the hook's marker
-    /// in the included file shadows it.
-    #[allow(non_camel_case_types)]
-    pub struct __grpc_stream_codec_volo_rewritten;
-
-    impl __grpc_stream_codec_volo_rewritten {
-        /// `false`: the included file has no marker.
-        pub const REWRITTEN: bool = false;
+    /// What the hook's marker imports: the check passes.
+    pub mod rewritten {
+        pub use crate::__volo_include_rewritten as check;
     }
+
+    /// The fallback: the check fails, naming the fix.
+    pub mod stock {
+        pub use crate::__volo_include_stock as check;
+    }
+
+    /// Glob-imported by the macro; the marker's import shadows it.
+    pub mod fallback {
+        pub use super::stock as __grpc_stream_codec_volo_check;
+    }
+}
+
+/// The check of a file the hook rewrote: nothing to say.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __volo_include_rewritten {
+    ($($any:tt)*) => {};
+}
+
+/// The check of a file without the hook's marker.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __volo_include_stock {
+    ($file:literal) => {
+        compile_error!(concat!(
+            "grpc-stream-codec: `",
+            $file,
+            "` in OUT_DIR is volo-build's stock output: ",
+            "grpc_stream_codec::volo::build::rewrite_out_dir() did not run after volo-build wrote it. ",
+            "In build.rs, call it after volo-build's `.write()`, not before (the previous run's file ",
+            "is still there then, and volo-build overwrites it), and return its error: ",
+            "`grpc_stream_codec::volo::build::rewrite_out_dir()?;`",
+        ));
+    };
 }
 
 /// Includes a file volo-build wrote to `OUT_DIR`, like
@@ -56,10 +84,10 @@ pub mod __private {
 /// "succeeds" on the previous run's file, which volo-build then overwrites
 /// with stock code, and a hook not called at all goes unnoticed just the
 /// same; either way the service would run on volo-grpc's own codec. With
-/// it, both fail to compile with:
+/// it, both fail to compile with this as the first error:
 ///
 /// ```text
-/// error[E0080]: evaluation panicked: grpc-stream-codec: `volo_gen.rs` in OUT_DIR is volo-build's
+/// error: grpc-stream-codec: `volo_gen.rs` in OUT_DIR is volo-build's
 /// stock output: grpc_stream_codec::volo::build::rewrite_out_dir() did not run after volo-build
 /// wrote it. In build.rs, call it after volo-build's `.write()`, not before ...
 /// ```
@@ -73,21 +101,15 @@ pub mod __private {
 #[doc(hidden)]
 macro_rules! __volo_include_service {
     ($file:literal) => {
+        #[allow(unused_imports)]
+        use $crate::volo::__private::fallback::*;
+
         include!(concat!(env!("OUT_DIR"), "/", $file));
 
-        #[allow(unused_imports)]
-        use $crate::volo::__private::*;
-
-        const _: () = if !__grpc_stream_codec_volo_rewritten::REWRITTEN {
-            panic!(concat!(
-                "grpc-stream-codec: `",
-                $file,
-                "` in OUT_DIR is volo-build's stock output: ",
-                "grpc_stream_codec::volo::build::rewrite_out_dir() did not run after volo-build wrote it. ",
-                "In build.rs, call it after volo-build's `.write()`, not before (the previous run's file ",
-                "is still there then, and volo-build overwrites it), and return its error: ",
-                "`grpc_stream_codec::volo::build::rewrite_out_dir()?;`",
-            ));
+        // In a block, so that the invocation cannot define the name it is
+        // resolved through (rustc refuses to decide that case).
+        const _: () = {
+            self::__grpc_stream_codec_volo_check::check!($file);
         };
     };
 }

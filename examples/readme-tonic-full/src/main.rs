@@ -14,7 +14,7 @@ use tonic::{Request, Response, Status};
 
 /// The code tonic-prost-build generated in build.rs, rewritten by the hook.
 pub mod pb {
-    tonic::include_proto!("streamcodec.echo.v1");
+    grpc_stream_codec::tonic::include_proto!("streamcodec.echo.v1");
 }
 
 use pb::echo_client::EchoClient;

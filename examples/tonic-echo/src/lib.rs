@@ -41,7 +41,7 @@ pub mod stock {
 /// build hook), over [`adapter`]'s message types.
 #[allow(missing_docs, clippy::all)]
 pub mod full {
-    include!(concat!(env!("OUT_DIR"), "/full/streamcodec.echo.v1.rs"));
+    grpc_stream_codec::tonic::include_proto!("full/streamcodec.echo.v1");
 }
 
 /// Every compression encoding the example servers accept and can send.

@@ -330,26 +330,52 @@ fn assert_report_matches(report: &RewriteReport, checked: &Checked) {
     );
 }
 
+/// The import the hook appends to each generated file, which
+/// `grpc_stream_codec::tonic::include_proto!` checks for.
+const MARKER_IMPORT: &str =
+    "use ::grpc_stream_codec::tonic::__private::rewritten as __grpc_stream_codec_tonic_check;";
+
+/// Each file without the marker the hook appended (checked to be there,
+/// once, at the end).
+fn without_markers(files: &BTreeMap<PathBuf, String>) -> BTreeMap<PathBuf, String> {
+    files
+        .iter()
+        .map(|(path, text)| {
+            let at = text
+                .rfind("\n// Added by grpc_stream_codec::tonic::build")
+                .unwrap_or_else(|| panic!("{}: no marker", path.display()));
+            let tail = &text[at..];
+            assert_eq!(text.matches(MARKER_IMPORT).count(), 1, "{}", path.display());
+            assert!(
+                tail.trim_end().ends_with(MARKER_IMPORT),
+                "{}: {tail}",
+                path.display()
+            );
+            (path.clone(), text[..at].to_string())
+        })
+        .collect()
+}
+
 /// Rewrites `generated`, checks the result against the contract, and checks
-/// a second run changes nothing.
+/// a second run (the hook called again with nothing newly generated, as
+/// when it runs before tonic-prost-build) fails and changes nothing.
 fn rewrite_and_check(generated: &Generated) -> (RewriteReport, Checked) {
     let before = snapshot(&generated.root);
     let report = rewrite_dir(&generated.root).unwrap();
     let after = snapshot(&generated.root);
-    let checked = check_against_contract(&before, &after);
+    let checked = check_against_contract(&before, &without_markers(&after));
     assert_report_matches(&report, &checked);
     assert_eq!(report.files_scanned, before.len());
+    // Every file is tonic-prost-build's, services or not.
+    assert_eq!(report.marked_files, before.len());
+    assert_eq!(report.files_rewritten, before.len());
 
-    let again = rewrite_dir(&generated.root).unwrap();
-    assert_eq!(again.files_rewritten, 0, "a second run rewrote something");
-    assert_eq!(snapshot(&generated.root), after);
-    assert_eq!(
-        RewriteReport {
-            files_rewritten: report.files_rewritten,
-            ..again
-        },
-        report
+    let err = rewrite_dir(&generated.root).unwrap_err();
+    assert!(
+        matches!(&err, RewriteError::AlreadyRewritten { dir } if *dir == generated.root),
+        "{err}"
     );
+    assert_eq!(snapshot(&generated.root), after, "a second run wrote files");
     (report, checked)
 }
 
@@ -357,10 +383,10 @@ fn rewrite_and_check(generated: &Generated) -> (RewriteReport, Checked) {
 fn server_and_client_with_the_stock_codec() {
     let generated = generate(|b| b);
     let (report, checked) = rewrite_and_check(&generated);
-    // alpha.v1.rs and beta.rs; gamma.rs has messages only.
+    // alpha.v1.rs and beta.rs; gamma.rs has messages only (and is marked).
     assert_eq!(report.files_scanned, 3);
     assert_eq!(report.files_with_services, 2);
-    assert_eq!(report.files_rewritten, 2);
+    assert_eq!(report.files_rewritten, 3);
     for (stock, _) in TABLE {
         assert!(count(&checked.before, stock) > 0, "{stock} not generated");
     }
@@ -594,5 +620,172 @@ fn output_lacking_expected_paths_fails_naming_the_file() {
             "{name}: {message}"
         );
         assert_eq!(snapshot(&generated.root), before, "{name}: wrote files");
+    }
+}
+
+/// The hook misused, as a user's crate would: `tests/fixtures/hook-order` is
+/// a crate of its own with a real tonic-prost-build `build.rs`, built here
+/// with nested `cargo build --offline` runs over one target directory (and
+/// so one `OUT_DIR`), in the order that makes each misuse appear. Each
+/// misuse must fail the build with the fix named on the first error line.
+///
+/// The nested builds share the workspace's target directory (the outer
+/// `cargo test` does not hold its lock while tests run). The first compiles
+/// the tonic stack with the fixture's features; later ones only the fixture.
+#[test]
+fn a_missing_or_misplaced_hook_fails_the_build_naming_the_fix_first() {
+    let fixture = Fixture::copy();
+
+    // Forgotten hook, a service with only unary and server-streaming
+    // methods: stock code would compile against the handlers.
+    let none = fixture.build("none", "unary", true);
+    assert_first_error_names(&none, "hook not called, unary only", INCLUDE_FIX);
+
+    // Forgotten hook with handlers that take grpc-stream-codec's Streaming:
+    // rustc's own signature errors exist, and come after the check's.
+    let none = fixture.build("none", "all", false);
+    assert_first_error_names(&none, "hook not called, streaming", INCLUDE_FIX);
+    let text = stderr(&none);
+    assert!(
+        text.contains("error[E0053]"),
+        "the handlers should not match stock code:\n{text}"
+    );
+
+    // Hook before tonic-prost-build on a clean OUT_DIR: nothing to rewrite.
+    let before_clean = fixture.build("before", "all", true);
+    assert_first_error_names(&before_clean, "hook before, clean OUT_DIR", HOOK_FIX);
+    assert!(stderr(&before_clean).contains("no tonic-prost-build server or client found"));
+
+    let after = fixture.build("after", "all", false);
+    assert!(
+        after.status.success(),
+        "hook after tonic-prost-build must build:\n{}",
+        stderr(&after)
+    );
+
+    // Hook before tonic-prost-build on the OUT_DIR of that good build: the
+    // files are the last run's, already rewritten.
+    let before_built = fixture.build("before", "all", false);
+    assert_first_error_names(&before_built, "hook before, built OUT_DIR", HOOK_FIX);
+    assert!(stderr(&before_built).contains("were rewritten by an earlier build"));
+
+    // Stale output: OUT_DIR holds stock files (a build without the hook);
+    // the hook placed before tonic-prost-build rewrites them and succeeds,
+    // then tonic-prost-build writes stock code over them.
+    let none = fixture.build("none", "unary", false);
+    assert!(!none.status.success());
+    let stale = fixture.build("before", "unary", false);
+    let text = stderr(&stale);
+    assert!(
+        !text.contains("failed to run custom build command"),
+        "the hook should have succeeded on the stock files:\n{text}"
+    );
+    assert_first_error_names(&stale, "hook before, stock OUT_DIR", INCLUDE_FIX);
+
+    // Put in the right place, the hook builds from that state (tonic-prost-build
+    // then leaves the identical stock file unwritten).
+    let fixed = fixture.build("after", "unary", false);
+    assert!(fixed.status.success(), "{}", stderr(&fixed));
+}
+
+/// What `include_proto!`'s check says: the fix.
+const INCLUDE_FIX: &str = "grpc_stream_codec::tonic::build::rewrite_out_dir() did not run after \
+                           tonic_prost_build wrote it. In build.rs, call it after tonic_prost_build's \
+                           compile call (compile_protos or compile_fds), not before";
+/// What the hook's own errors say: the fix.
+const HOOK_FIX: &str = "In build.rs, call grpc_stream_codec::tonic::build::rewrite_out_dir() after \
+                        tonic_prost_build's compile call";
+
+fn assert_first_error_names(output: &std::process::Output, case: &str, fix: &str) {
+    let text = stderr(output);
+    assert!(!output.status.success(), "{case}: the build succeeded");
+    let first = text
+        .lines()
+        .find(|line| line.starts_with("error"))
+        .unwrap_or_else(|| panic!("{case}: no error line:\n{text}"));
+    assert!(
+        first.contains(fix),
+        "{case}: the first error line does not name the fix:\n{text}"
+    );
+}
+
+fn stderr(output: &std::process::Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// The fixture copied under `target/tmp`, with the repository's absolute path
+/// and the workspace's Cargo.lock (so versions match and `--offline` works),
+/// built in the workspace's target directory.
+struct Fixture {
+    dir: PathBuf,
+    target: PathBuf,
+    step: std::cell::Cell<u32>,
+}
+
+impl Fixture {
+    fn copy() -> Self {
+        let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+        let root = manifest.join("../..").canonicalize().unwrap();
+        let source = manifest.join("tests/fixtures/hook-order");
+        // `<target>/tmp`, which cargo makes for integration tests.
+        let tmp = Path::new(env!("CARGO_TARGET_TMPDIR"));
+        // One copy per checkout: worktrees of this repository may share a
+        // target directory, and a test in another must not overwrite it.
+        let dir = tmp.join(format!("tonic-hook-order-{:016x}", {
+            use std::hash::{BuildHasher, BuildHasherDefault, DefaultHasher};
+            BuildHasherDefault::<DefaultHasher>::default().hash_one(&root)
+        }));
+        let _ = fs::remove_dir_all(&dir);
+        for file in [
+            "build.rs",
+            "src/lib.rs",
+            "proto/plain.proto",
+            "proto/flow.proto",
+        ] {
+            let to = dir.join(file);
+            fs::create_dir_all(to.parent().unwrap()).unwrap();
+            fs::copy(source.join(file), &to).unwrap();
+        }
+        let cargo_toml = fs::read_to_string(source.join("Cargo.toml")).unwrap();
+        let relative = "path = \"../../../../..\"";
+        assert_eq!(cargo_toml.matches(relative).count(), 2, "{cargo_toml}");
+        let absolute = format!("path = {:?}", root.display().to_string());
+        fs::write(
+            dir.join("Cargo.toml"),
+            cargo_toml.replace(relative, &absolute),
+        )
+        .unwrap();
+        fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).unwrap();
+        Fixture {
+            dir,
+            target: tmp
+                .parent()
+                .expect("CARGO_TARGET_TMPDIR is <target>/tmp")
+                .to_path_buf(),
+            step: std::cell::Cell::new(0),
+        }
+    }
+
+    fn build(&self, order: &str, protos: &str, clean: bool) -> std::process::Output {
+        // A new value each time, so cargo runs the build script every time.
+        self.step.set(self.step.get() + 1);
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        std::process::Command::new(cargo)
+            .args(["build", "--offline", "--quiet", "--color", "never"])
+            .arg("--manifest-path")
+            .arg(self.dir.join("Cargo.toml"))
+            .arg("--target-dir")
+            .arg(&self.target)
+            .env("HOOK_ORDER", order)
+            .env("FIXTURE_PROTOS", protos)
+            .env("FIXTURE_CLEAN", if clean { "1" } else { "0" })
+            .env("FIXTURE_STEP", self.step.get().to_string())
+            // What the outer build set for this test must not steer the
+            // nested one.
+            .env_remove("OUT_DIR")
+            .env_remove("CARGO_TARGET_DIR")
+            .env_remove("CARGO_BUILD_TARGET_DIR")
+            .output()
+            .unwrap()
     }
 }

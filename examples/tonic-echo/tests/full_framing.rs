@@ -219,3 +219,68 @@ async fn a_handler_error_before_any_response_fails_the_call() {
         task.abort();
     }
 }
+
+/// The response's `grpc-encoding` for a unary call by a client that called
+/// `accept_compressed` with `order`, after checking the echo.
+async fn response_encoding(
+    addr: &str,
+    full_client: bool,
+    order: [CompressionEncoding; 2],
+) -> Option<String> {
+    let channel = tonic::transport::Endpoint::from_shared(addr.to_string())
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    let payload = tonic_echo::request_payload(7, 4096);
+    let request = EchoRequest {
+        payload: payload.clone(),
+        ..Default::default()
+    };
+    let response = if full_client {
+        let mut client = tonic_echo::full::echo_client::EchoClient::new(channel);
+        for encoding in order {
+            client = client.accept_compressed(encoding);
+        }
+        client.unary(request).await.unwrap()
+    } else {
+        let mut client = tonic_echo::stock::echo_client::EchoClient::new(channel);
+        for encoding in order {
+            client = client.accept_compressed(encoding);
+        }
+        client.unary(request).await.unwrap()
+    };
+    assert_eq!(response.get_ref().payload, payload);
+    response
+        .metadata()
+        .get("grpc-encoding")
+        .map(|value| value.to_str().unwrap().to_string())
+}
+
+/// `accept_compressed` calls are an order of preference: the full-framing
+/// client lists them in call order (as stock tonic does), and every server
+/// (stock or full framing, which may send gzip, deflate and zstd) answers
+/// with the client's first choice. The reversed order tells a fixed
+/// preference on either side from the client's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn responses_use_the_clients_first_accepted_encoding() {
+    use CompressionEncoding::{Gzip, Zstd};
+    for server in [ServerStack::Stock, ServerStack::Full] {
+        let (addr, task) = start(server).await;
+        for full_client in [true, false] {
+            if !full_client && matches!(server, ServerStack::Stock) {
+                continue; // stock against stock: tonic's own business
+            }
+            for (order, expected) in [([Zstd, Gzip], "zstd"), ([Gzip, Zstd], "gzip")] {
+                let got = response_encoding(&addr, full_client, order).await;
+                assert_eq!(
+                    got.as_deref(),
+                    Some(expected),
+                    "{server:?} server, {} client, accept_compressed in the order {order:?}",
+                    if full_client { "full-framing" } else { "stock" }
+                );
+            }
+        }
+        task.abort();
+    }
+}
