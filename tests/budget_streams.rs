@@ -437,6 +437,59 @@ async fn a_compressed_message_waits_for_its_output_room() {
     }
 }
 
+#[tokio::test]
+async fn compressed_output_past_the_budget_or_the_limit_fails_without_waiting() {
+    let budget = strict(1 << 20);
+    // Declared (zstd content size, gzip ISIZE) within the 4 MiB limit but
+    // past the 1 MiB budget: refused at once, nothing waits.
+    let payload = compressible(2 << 20, 0, 3);
+    for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Zstd] {
+        let (body, _) = counted_body(frames(&envelope_of(Some(encoding), &payload), 16 * KIB));
+        let mut stream =
+            Streaming::new_request(body, BytesDecoder, Some(encoding)).with_budget(budget.clone());
+        let err = stream.message().await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{encoding}: {err}");
+        assert_eq!(
+            err.message(),
+            "decompressed message exceeds the receive budget of 1048576 bytes",
+            "{encoding}"
+        );
+    }
+    // zlib declares nothing: its room grows until the budget is reached.
+    let encoding = CompressionEncoding::Deflate;
+    let (body, _) = counted_body(frames(&envelope_of(Some(encoding), &payload), 16 * KIB));
+    let mut stream =
+        Streaming::new_request(body, BytesDecoder, Some(encoding)).with_budget(budget.clone());
+    let err = stream.message().await.unwrap_err();
+    assert_eq!(err.code(), Code::ResourceExhausted, "{err}");
+    assert!(
+        err.message().starts_with("decompressed message exceeds"),
+        "{err}"
+    );
+    // Past the receive limit: the limit's standard text, as without a budget.
+    let budget_of_8 = strict(8 << 20);
+    let big = compressible(6 << 20, 0, 4);
+    for encoding in [
+        CompressionEncoding::Gzip,
+        CompressionEncoding::Deflate,
+        CompressionEncoding::Zstd,
+    ] {
+        let (body, _) = counted_body(frames(&envelope_of(Some(encoding), &big), 16 * KIB));
+        let mut stream = Streaming::new_request(body, BytesDecoder, Some(encoding))
+            .with_budget(budget_of_8.clone());
+        let err = stream.message().await.unwrap_err();
+        assert_eq!(err.code(), Code::ResourceExhausted, "{encoding}: {err}");
+        assert!(
+            err.message().ends_with("exceeds limit 4194304"),
+            "{encoding}: {err}"
+        );
+    }
+    for budget in [budget, budget_of_8] {
+        let stats = budget.stats();
+        assert_eq!((stats.in_use, stats.waits), (0, 0), "{stats:?}");
+    }
+}
+
 /// A tiny deterministic generator, so a failing run can be repeated.
 struct XorShift(u64);
 

@@ -673,8 +673,21 @@ impl EnvelopeAssembler {
             .get_or_insert_with(|| Decompressor::new(encoding));
         let hint = decompressor.output_hint(payload);
         if *room == 0 {
-            let expected = hint.unwrap_or_else(|| payload.len().saturating_mul(UNDECLARED_RATIO));
-            *room = expected.min(ceiling).max(1);
+            *room = match hint {
+                // Past the limit: no grant; the decompressor refuses it
+                // with the limit's standard text (zstd before decoding).
+                Some(declared) if declared > limit => SMALL_MESSAGE_MAX,
+                // Within the limit, past the whole budget: refused at
+                // once, as a message declaring that much is on its header.
+                Some(declared) if declared > ceiling => {
+                    return Err(decompressed_too_large(ceiling));
+                }
+                Some(declared) => declared.max(1),
+                None => payload
+                    .len()
+                    .saturating_mul(UNDECLARED_RATIO)
+                    .clamp(1, ceiling.max(1)),
+            };
         }
         loop {
             if *room > SMALL_MESSAGE_MAX
