@@ -42,7 +42,8 @@ struct Tagged {
 struct Probe {
     read: AtomicBool,
     /// The call was answered without messages to decode (a trailers-only
-    /// response or an error): there was nothing to count.
+    /// response or an error), or dropped before its response: there was
+    /// nothing to count, or no chance to.
     exempt: AtomicBool,
     shared: Arc<Shared>,
 }
@@ -108,7 +109,8 @@ pub(crate) fn tagged_budget(extensions: &Extensions) -> Option<Budget> {
 /// path, `tonic-health`) is not counted: the layer counts such calls
 /// ([`uncounted_calls`](Self::uncounted_calls)) and logs a `tracing`
 /// warning the first time. Calls answered without a message body
-/// (trailers-only responses, errors) are not counted as such.
+/// (trailers-only responses, errors) or cancelled before their response are
+/// not judged.
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetLayer {
     budget: Budget,
@@ -185,7 +187,7 @@ where
         request.extensions_mut().insert(tag.clone());
         TaggedResponse {
             inner: self.inner.call(request),
-            tag: Some(tag),
+            tag: PendingTag(Some(tag)),
         }
     }
 }
@@ -195,7 +197,19 @@ pin_project! {
     pub struct TaggedResponse<F> {
         #[pin]
         inner: F,
-        tag: Option<Tagged>,
+        tag: PendingTag,
+    }
+}
+
+/// The tag a response will carry. A call dropped before its response
+/// (cancelled) is not judged: no framing had a chance to read the tag.
+struct PendingTag(Option<Tagged>);
+
+impl Drop for PendingTag {
+    fn drop(&mut self) {
+        if let Some(tag) = self.0.take() {
+            tag.probe.exempt.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -208,7 +222,7 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let response = ready!(this.inner.poll(cx));
-        let Some(tag) = this.tag.take() else {
+        let Some(tag) = this.tag.0.take() else {
             return Poll::Ready(response);
         };
         match response {
