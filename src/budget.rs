@@ -41,7 +41,8 @@
 //!   been dropped (a stream keeps an empty handle to a slab still in use and
 //!   frees it, releasing the share, at its next slab refill; at the end of
 //!   the stream that handle is dropped and the share released);
-//! - decompressed output, when decompression returns (see below).
+//! - decompressed output: the room decompression may write, granted before
+//!   it runs (see below); once it is done, the message's exact size.
 //!
 //! # When a grant waits: the rules
 //!
@@ -64,6 +65,7 @@
 //!   window times the streams that may wait on one connection below the
 //!   connection window, or the streams holding the budget cannot receive
 //!   the rest of their messages and waits end only by timeout.
+//!   [`SharedBudget::http2_windows`] gives settings that keep this rule.
 //! - **Never gated**: small-message slabs (counted, may exceed the capacity).
 //!   That is what keeps small requests of well-behaved clients flowing while
 //!   hostile streams hold the budget; their total is bounded by one slab per
@@ -75,19 +77,55 @@
 //!   and keeps the overdraft until that message is freed (dropped by the
 //!   handler). So when every stream holds part of a message and
 //!   waits, one of them still finishes, its memory is released and the queue
-//!   moves on. Bytes in use never exceed the capacity plus one message (at
-//!   most the receive limit) plus the ungated slabs.
+//!   moves on.
+//! - **What the progress rule does not cover**: memory that handlers keep.
+//!   Streams cannot deadlock on each other's partial messages, nor on a
+//!   few messages a handler keeps until it receives the next; but when
+//!   handlers together keep more than the budget (and wait for more
+//!   messages before they drop any), the overdrawn message is kept too,
+//!   nothing is released, and every wait ends by timeout with
+//!   `resource_exhausted`. Size the budget above what handlers keep at once.
+//! - **Decompression** is gated like received bytes. A compressed message
+//!   is first received as above (its compressed bytes gated as they
+//!   arrive). Before it is decompressed, the budget grants the output room
+//!   it may use, waiting like any grant of a message under way (or, for a
+//!   payload that arrived whole in one frame, like a message that starts):
+//!   the size the compressed data declares (zstd's content size, gzip's
+//!   ISIZE, believed only within the receive limit and what deflate can
+//!   expand to), else four times the compressed size. Output that needs
+//!   more room stops, more is granted (double, or the declared size) and
+//!   the message is decompressed again from its compressed bytes, which
+//!   are still at hand. A waiting stream holds no decompression context.
+//!   Output of up to 4 KiB needs no grant (it goes to the ungated slab).
+//!   Once decompressed, the message's share is its exact size: the
+//!   compressed bytes and the unused room are released. Output that would
+//!   need more than the whole capacity fails with `resource_exhausted`,
+//!   `decompressed message exceeds the receive budget of M bytes`.
 //! - **Timeout**: a waiter that waited `max_wait` fails with
 //!   `resource_exhausted`. Every waiter has the same wait, so they time out
 //!   oldest-first.
 //! - **Too large**: a message whose declared length exceeds the whole
 //!   capacity fails at once, on its header, with `resource_exhausted`,
 //!   `message size N exceeds the receive budget of M bytes`.
-//! - **Decompression** runs synchronously once a compressed message is
-//!   complete (its compressed bytes were gated as they arrived). Its output,
-//!   bounded by the receive limit, is charged when decompression returns,
-//!   without waiting, since a synchronous call cannot pause halfway; the
-//!   compressed input's share is released at the same moment.
+//!
+//! # The bound
+//!
+//! Every gated grant fits in the capacity, except the one stream's that
+//! holds the overdraft; ungated memory is the slabs. So at every moment
+//!
+//! ```text
+//! in use ≤ capacity + one message + ungated slabs
+//! ```
+//!
+//! where *one message* is the overdrawn message's memory: at most the
+//! receive limit, or for a compressed message while it is decompressed its
+//! compressed bytes and its output room (each at most the receive limit),
+//! and *ungated slabs* are 8 KiB per stream receiving small messages plus
+//! the slabs that small messages kept by handlers pin. This holds with and
+//! without compression (identity, gzip, deflate and zstd alike). It counts
+//! what the decoders allocate for messages; a decoder also holds, uncounted,
+//! the transport frame it is reading (and, while it decompresses, a pooled
+//! decompression context and up to 4 KiB of small output).
 //!
 //! # The wait timeout needs no runtime
 //!
@@ -120,7 +158,7 @@ use std::task::{Context, Poll};
 use crate::status::Status;
 
 pub(crate) use share::{Counted, Share};
-pub use shared::{DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER, SharedBudget};
+pub use shared::{DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER, Http2Windows, SharedBudget};
 pub(crate) use stream::StreamBudget;
 
 /// A receive memory policy shared by many streams.
@@ -245,6 +283,20 @@ impl Budget {
     /// What the budget holds now.
     pub fn stats(&self) -> BudgetStats {
         self.0.stats()
+    }
+
+    /// HTTP/2 window settings for this budget's capacity: the rule of
+    /// [`SharedBudget::http2_windows`].
+    ///
+    /// ```
+    /// use grpc_stream_codec::budget::{Budget, SharedBudget};
+    ///
+    /// let budget: Budget = SharedBudget::new(64 << 20).into();
+    /// let windows = budget.http2_windows(100);
+    /// assert_eq!(windows.connection, 101 * windows.stream);
+    /// ```
+    pub fn http2_windows(&self, streams_per_connection: u32) -> Http2Windows {
+        Http2Windows::for_capacity(self.0.capacity(), streams_per_connection)
     }
 
     pub(crate) fn policy(&self) -> &dyn ReceiveBudget {

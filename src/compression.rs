@@ -36,6 +36,7 @@ use std::fmt;
 use bytes::{Buf, BufMut, BytesMut};
 use http::HeaderValue;
 
+pub(crate) use context::Inflated;
 pub use context::{Compressor, Decompressor};
 
 use crate::status::{Code, Status};

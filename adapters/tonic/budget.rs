@@ -9,10 +9,15 @@
 //!
 //! The layer only tags requests and responses; the full framing's
 //! [`server::Grpc`](super::server::Grpc) and [`client::Grpc`](super::client::Grpc)
-//! read the tag when they start decoding. The codec-only path is unaffected.
+//! read the tag when they start decoding. A service or client with any other
+//! framing (stock tonic, the codec-only path, `tonic-health`, ...) never
+//! reads it: the layer notices, counts the call in
+//! [`ReceiveBudgetLayer::uncounted_calls`] and logs a warning once.
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::task::{Context, Poll, ready};
 
 use http::Extensions;
@@ -22,13 +27,59 @@ use tower_service::Service;
 
 use crate::budget::Budget;
 
-/// The budget a [`ReceiveBudgetLayer`] attached, as an HTTP extension.
+/// The budget a [`ReceiveBudgetLayer`] attached, as an HTTP extension, with
+/// the call's probe (shared by the request's and the response's tag).
 #[derive(Clone)]
-struct Tagged(Budget);
+struct Tagged {
+    budget: Budget,
+    probe: Arc<Probe>,
+}
+
+/// Whether a call's tag was read by this crate's framing. Checked when the
+/// last tag of the call is dropped: by then the full framing has read it
+/// (a server when it starts decoding the request, a client when it starts
+/// decoding the response), so an unread tag means another framing.
+struct Probe {
+    read: AtomicBool,
+    /// The call was answered without messages to decode (a trailers-only
+    /// response or an error), or dropped before its response: there was
+    /// nothing to count, or no chance to.
+    exempt: AtomicBool,
+    shared: Arc<Shared>,
+}
+
+/// What a layer and every service made from it share.
+#[derive(Debug, Default)]
+struct Shared {
+    uncounted: AtomicU64,
+    warned: AtomicBool,
+}
+
+impl Drop for Probe {
+    fn drop(&mut self) {
+        if self.read.load(Ordering::Relaxed) || self.exempt.load(Ordering::Relaxed) {
+            return;
+        }
+        self.shared.uncounted.fetch_add(1, Ordering::Relaxed);
+        if !self.shared.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "grpc_stream_codec::tonic::ReceiveBudgetLayer: a call went through the layer \
+                 but its messages were not counted: the service or client it reached does \
+                 not use grpc-stream-codec's full framing (stock tonic, the codec-only path, \
+                 tonic-health, ...), so the receive budget does not bound it. Generate the \
+                 service and client with the tonic build hook. (Logged once per layer; see \
+                 ReceiveBudgetLayer::uncounted_calls.)"
+            );
+        }
+    }
+}
 
 /// The budget a [`ReceiveBudgetLayer`] attached to a request or response.
 pub(crate) fn tagged_budget(extensions: &Extensions) -> Option<Budget> {
-    extensions.get::<Tagged>().map(|tagged| tagged.0.clone())
+    extensions.get::<Tagged>().map(|tagged| {
+        tagged.probe.read.store(true, Ordering::Relaxed);
+        tagged.budget.clone()
+    })
 }
 
 /// Counts what the full framing receives against one budget: requests on a
@@ -47,14 +98,23 @@ pub(crate) fn tagged_budget(extensions: &Extensions) -> Option<Budget> {
 /// ```
 ///
 /// A waiting stream leaves up to its HTTP/2 stream window unread, and that
-/// counts against its connection's window too: keep the stream window times
-/// the streams that may wait on one connection below the connection window
-/// (`Server::initial_stream_window_size`, `initial_connection_window_size`),
-/// or the streams that hold the budget cannot receive the rest of their
-/// messages.
+/// counts against its connection's window too: set the server's windows
+/// from [`SharedBudget::http2_windows`](crate::budget::SharedBudget::http2_windows)
+/// (`Server::initial_stream_window_size`, `initial_connection_window_size`,
+/// `max_concurrent_streams`), or the streams that hold the budget may not
+/// receive the rest of their messages.
+///
+/// Only this crate's full framing reads the budget. A call that reaches a
+/// service or client with another framing (stock tonic, the codec-only
+/// path, `tonic-health`) is not counted: the layer counts such calls
+/// ([`uncounted_calls`](Self::uncounted_calls)) and logs a `tracing`
+/// warning the first time. Calls answered without a message body
+/// (trailers-only responses, errors) or cancelled before their response are
+/// not judged.
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetLayer {
     budget: Budget,
+    shared: Arc<Shared>,
 }
 
 impl ReceiveBudgetLayer {
@@ -62,7 +122,16 @@ impl ReceiveBudgetLayer {
     pub fn new(budget: impl Into<Budget>) -> Self {
         ReceiveBudgetLayer {
             budget: budget.into(),
+            shared: Arc::default(),
         }
+    }
+
+    /// Calls through this layer (its clones and the services made from
+    /// it) whose messages the budget did not count, because the service or
+    /// client they reached does not use this crate's full framing. A call
+    /// is judged once its request and response are dropped.
+    pub fn uncounted_calls(&self) -> u64 {
+        self.shared.uncounted.load(Ordering::Relaxed)
     }
 }
 
@@ -73,6 +142,7 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
         ReceiveBudgetService {
             inner,
             budget: self.budget.clone(),
+            shared: self.shared.clone(),
         }
     }
 }
@@ -83,6 +153,14 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
 pub struct ReceiveBudgetService<S> {
     inner: S,
     budget: Budget,
+    shared: Arc<Shared>,
+}
+
+impl<S> ReceiveBudgetService<S> {
+    /// See [`ReceiveBudgetLayer::uncounted_calls`].
+    pub fn uncounted_calls(&self) -> u64 {
+        self.shared.uncounted.load(Ordering::Relaxed)
+    }
 }
 
 impl<S, B, R> Service<http::Request<B>> for ReceiveBudgetService<S>
@@ -98,10 +176,18 @@ where
     }
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
-        request.extensions_mut().insert(Tagged(self.budget.clone()));
+        let tag = Tagged {
+            budget: self.budget.clone(),
+            probe: Arc::new(Probe {
+                read: AtomicBool::new(false),
+                exempt: AtomicBool::new(false),
+                shared: self.shared.clone(),
+            }),
+        };
+        request.extensions_mut().insert(tag.clone());
         TaggedResponse {
             inner: self.inner.call(request),
-            budget: Some(self.budget.clone()),
+            tag: PendingTag(Some(tag)),
         }
     }
 }
@@ -111,7 +197,19 @@ pin_project! {
     pub struct TaggedResponse<F> {
         #[pin]
         inner: F,
-        budget: Option<Budget>,
+        tag: PendingTag,
+    }
+}
+
+/// The tag a response will carry. A call dropped before its response
+/// (cancelled) is not judged: no framing had a chance to read the tag.
+struct PendingTag(Option<Tagged>);
+
+impl Drop for PendingTag {
+    fn drop(&mut self) {
+        if let Some(tag) = self.0.take() {
+            tag.probe.exempt.store(true, Ordering::Relaxed);
+        }
     }
 }
 
@@ -123,10 +221,23 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let mut response = ready!(this.inner.poll(cx))?;
-        if let Some(budget) = this.budget.take() {
-            response.extensions_mut().insert(Tagged(budget));
+        let response = ready!(this.inner.poll(cx));
+        let Some(tag) = this.tag.0.take() else {
+            return Poll::Ready(response);
+        };
+        match response {
+            Ok(mut response) => {
+                if response.headers().contains_key(crate::status::GRPC_STATUS) {
+                    // Trailers-only: no message to decode on either side.
+                    tag.probe.exempt.store(true, Ordering::Relaxed);
+                }
+                response.extensions_mut().insert(tag);
+                Poll::Ready(Ok(response))
+            }
+            Err(error) => {
+                tag.probe.exempt.store(true, Ordering::Relaxed);
+                Poll::Ready(Err(error))
+            }
         }
-        Poll::Ready(Ok(response))
     }
 }

@@ -10,8 +10,8 @@
 //! 3. per process: [`set_default_budget`].
 
 use std::cell::RefCell;
-use std::sync::RwLock;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
 
 use motore::layer::Layer;
 use motore::service::Service;
@@ -23,7 +23,38 @@ static DEFAULT_SET: AtomicBool = AtomicBool::new(false);
 static DEFAULT: RwLock<Option<Budget>> = RwLock::new(None);
 
 thread_local! {
-    static SCOPED: RefCell<Option<Budget>> = const { RefCell::new(None) };
+    static SCOPED: RefCell<Option<Scope>> = const { RefCell::new(None) };
+}
+
+/// What a [`ReceiveBudgetLayer`] installs while it polls one call: the
+/// budget, and whether a stream of this crate took it.
+#[derive(Clone)]
+struct Scope {
+    budget: Budget,
+    taken: Arc<AtomicBool>,
+}
+
+/// What a layer and every service made from it share.
+#[derive(Debug, Default)]
+struct Shared {
+    uncounted: AtomicU64,
+    warned: AtomicBool,
+}
+
+impl Shared {
+    fn note_uncounted(&self) {
+        self.uncounted.fetch_add(1, Ordering::Relaxed);
+        if !self.warned.swap(true, Ordering::Relaxed) {
+            tracing::warn!(
+                "grpc_stream_codec::volo::ReceiveBudgetLayer: a call went through the layer \
+                 but no stream of grpc-stream-codec took its budget: the service or client \
+                 it wraps decodes with volo-grpc's own RecvStream (the build hook did not \
+                 rewrite it), or the layer is not where the streams are made (a server \
+                 needs layer_front, a client layer_inner), so the receive budget does not \
+                 bound it. (Logged once per layer; see ReceiveBudgetLayer::uncounted_calls.)"
+            );
+        }
+    }
 }
 
 /// Sets the budget every `RecvStream` created from now on counts against,
@@ -62,7 +93,13 @@ pub fn default_budget() -> Option<Budget> {
 /// The budget for a stream created now: the enclosing layer's, else the
 /// process default.
 pub(super) fn budget_for_new_stream() -> Option<Budget> {
-    scoped::current(&SCOPED).or_else(default_budget)
+    match scoped::current(&SCOPED) {
+        Some(scope) => {
+            scope.taken.store(true, Ordering::Relaxed);
+            Some(scope.budget)
+        }
+        None => default_budget(),
+    }
 }
 
 /// A volo-grpc layer (server or client) that gives every stream received
@@ -84,9 +121,17 @@ pub(super) fn budget_for_new_stream() -> Option<Budget> {
 /// service it wraps, which is where volo-grpc's generated code creates the
 /// receiving streams; on a client put it with `layer_inner`, so it wraps the
 /// transport.
+///
+/// Only this crate's `RecvStream` takes the budget. A call that succeeds
+/// without one of them taking it (a service or client whose generated code
+/// the build hook did not rewrite, or the layer in a place where no stream
+/// is made) is not counted: the layer counts such calls
+/// ([`uncounted_calls`](Self::uncounted_calls)) and logs a `tracing`
+/// warning the first time. Calls that fail are not judged.
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetLayer {
     budget: Budget,
+    shared: Arc<Shared>,
 }
 
 impl ReceiveBudgetLayer {
@@ -94,7 +139,15 @@ impl ReceiveBudgetLayer {
     pub fn new(budget: impl Into<Budget>) -> Self {
         ReceiveBudgetLayer {
             budget: budget.into(),
+            shared: Arc::default(),
         }
+    }
+
+    /// Successful calls through this layer (its clones and the services
+    /// made from it) during which no stream of this crate took the budget,
+    /// so their messages were not counted.
+    pub fn uncounted_calls(&self) -> u64 {
+        self.shared.uncounted.load(Ordering::Relaxed)
     }
 }
 
@@ -105,6 +158,7 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
         ReceiveBudgetService {
             inner,
             budget: self.budget,
+            shared: self.shared,
         }
     }
 }
@@ -114,6 +168,14 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
 pub struct ReceiveBudgetService<S> {
     inner: S,
     budget: Budget,
+    shared: Arc<Shared>,
+}
+
+impl<S> ReceiveBudgetService<S> {
+    /// See [`ReceiveBudgetLayer::uncounted_calls`].
+    pub fn uncounted_calls(&self) -> u64 {
+        self.shared.uncounted.load(Ordering::Relaxed)
+    }
 }
 
 impl<Cx, Req, S> Service<Cx, Req> for ReceiveBudgetService<S>
@@ -126,6 +188,15 @@ where
     type Error = S::Error;
 
     async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
-        Scoped::new(&SCOPED, self.budget.clone(), self.inner.call(cx, req)).await
+        let scope = Scope {
+            budget: self.budget.clone(),
+            taken: Arc::new(AtomicBool::new(false)),
+        };
+        let taken = scope.taken.clone();
+        let result = Scoped::new(&SCOPED, scope, self.inner.call(cx, req)).await;
+        if result.is_ok() && !taken.load(Ordering::Relaxed) {
+            self.shared.note_uncounted();
+        }
+        result
     }
 }

@@ -136,6 +136,102 @@ impl SharedBudget {
     pub fn stats(&self) -> BudgetStats {
         self.inner.stats()
     }
+
+    /// HTTP/2 settings for a server (or client) whose received streams
+    /// count against this budget, with at most `streams_per_connection`
+    /// streams open on one connection.
+    ///
+    /// A stream that waits for the budget stops reading and leaves up to
+    /// its stream window unread; that also fills its connection's window.
+    /// If waiting streams could fill the whole connection window, the
+    /// streams on that connection that hold the budget could not receive
+    /// the rest of their messages, and waits would end only by timeout.
+    /// The rule:
+    ///
+    /// - `connection = (streams_per_connection + 1) × stream`: every stream
+    ///   may leave a whole window unread and one window is still free;
+    /// - `stream` = 64 KiB (HTTP/2's default), lowered to
+    ///   `capacity / (streams_per_connection + 1)` so that what one
+    ///   connection can leave unread beside the budget is at most the
+    ///   budget, but not below 16 KiB (one default frame) unless the
+    ///   connection window's protocol maximum (2^31 − 1) requires it;
+    /// - `max_concurrent_streams = streams_per_connection` (from 1 up to
+    ///   65 536): set it too, or a peer may open more streams than the
+    ///   connection window was sized for.
+    ///
+    /// The windows keep streams that hold the budget from being starved
+    /// by streams that wait; they do not help when handlers keep more than
+    /// the budget (see the module docs' progress rule).
+    ///
+    /// ```
+    /// use grpc_stream_codec::budget::SharedBudget;
+    ///
+    /// let budget = SharedBudget::new(256 << 20);
+    /// let windows = budget.http2_windows(64);
+    /// assert_eq!((windows.stream, windows.connection), (64 << 10, 65 * (64 << 10)));
+    /// assert_eq!(windows.max_concurrent_streams, 64);
+    /// // tonic: Server::builder()
+    /// //     .initial_stream_window_size(windows.stream)
+    /// //     .initial_connection_window_size(windows.connection)
+    /// //     .max_concurrent_streams(windows.max_concurrent_streams)
+    /// // volo-grpc: Server::new()
+    /// //     .http2_init_stream_window_size(windows.stream)
+    /// //     .http2_init_connection_window_size(windows.connection)
+    /// //     .http2_max_concurrent_streams(windows.max_concurrent_streams)
+    ///
+    /// // A small budget gets smaller windows.
+    /// let small = SharedBudget::new(1 << 20).http2_windows(32);
+    /// assert_eq!(small.stream, (1 << 20) / 33);
+    /// assert_eq!(small.connection, 33 * small.stream);
+    /// ```
+    pub fn http2_windows(&self, streams_per_connection: u32) -> Http2Windows {
+        Http2Windows::for_capacity(self.inner.capacity, streams_per_connection)
+    }
+}
+
+/// HTTP/2 flow-control settings that suit a receive budget; see
+/// [`SharedBudget::http2_windows`] for the rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Http2Windows {
+    /// The initial stream window (`SETTINGS_INITIAL_WINDOW_SIZE`): tonic's
+    /// `initial_stream_window_size`, volo-grpc's
+    /// `http2_init_stream_window_size`.
+    pub stream: u32,
+    /// The connection window: tonic's `initial_connection_window_size`,
+    /// volo-grpc's `http2_init_connection_window_size`.
+    pub connection: u32,
+    /// `SETTINGS_MAX_CONCURRENT_STREAMS`, the streams per connection the
+    /// windows are sized for: tonic's `max_concurrent_streams`, volo-grpc's
+    /// `http2_max_concurrent_streams`.
+    pub max_concurrent_streams: u32,
+}
+
+impl Http2Windows {
+    /// HTTP/2's default stream window, rounded: the largest stream window
+    /// the rule gives.
+    const STREAM_MAX: u64 = 64 * 1024;
+    /// One default HTTP/2 frame: the smallest stream window the rule gives
+    /// for a small budget.
+    const STREAM_MIN: u64 = 16 * 1024;
+    /// The protocol's largest window.
+    const WINDOW_MAX: u64 = (1 << 31) - 1;
+    /// The most streams per connection the rule is computed for.
+    const STREAMS_MAX: u32 = 1 << 16;
+
+    pub(crate) fn for_capacity(capacity: usize, streams_per_connection: u32) -> Self {
+        let streams = streams_per_connection.clamp(1, Self::STREAMS_MAX);
+        let windows = u64::from(streams) + 1;
+        let capacity = u64::try_from(capacity).unwrap_or(u64::MAX);
+        let stream = (capacity / windows)
+            .clamp(Self::STREAM_MIN, Self::STREAM_MAX)
+            .min(Self::WINDOW_MAX / windows);
+        // Both fit: stream ≤ 64 KiB, connection ≤ 2^31 − 1.
+        Http2Windows {
+            stream: stream as u32,
+            connection: (stream * windows) as u32,
+            max_concurrent_streams: streams,
+        }
+    }
 }
 
 impl std::fmt::Debug for SharedBudget {

@@ -31,10 +31,6 @@ impl StreamBudget {
         }
     }
 
-    pub(crate) fn budget(&self) -> &Budget {
-        &self.budget
-    }
-
     pub(crate) fn capacity(&self) -> usize {
         self.budget.policy().capacity()
     }
@@ -64,11 +60,6 @@ impl StreamBudget {
         }
         self.held += bytes;
         true
-    }
-
-    /// Counts `bytes` that are never gated.
-    pub(crate) fn charge(&self, bytes: usize) {
-        self.budget.policy().charge(bytes);
     }
 
     /// Whether the stream waits for a grant.
@@ -102,6 +93,21 @@ impl StreamBudget {
             return Share::overdrawn(self.budget.clone(), held);
         }
         Share::new(self.budget.clone(), held)
+    }
+
+    /// The share of a decompressed message that keeps `keep` bytes: what
+    /// the message held beyond that (its compressed bytes, just freed, and
+    /// output room granted but not used) is given back; the message is
+    /// complete. Output room is always granted before it is used, so
+    /// `keep` is within what the message holds.
+    pub(crate) fn output_share(&mut self, keep: usize) -> Share {
+        if self.held > keep {
+            self.budget.policy().release(self.held - keep);
+        } else if keep > self.held {
+            self.budget.policy().charge(keep - self.held);
+        }
+        self.held = keep;
+        self.message_share()
     }
 
     /// The message's memory is freed (decompressed, failed): give its share

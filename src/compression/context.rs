@@ -287,6 +287,17 @@ fn with_room<T>(
     (result, written)
 }
 
+/// How a decompression with bounded room ended
+/// ([`Decompressor::decompress_within`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Inflated {
+    /// All of the input is decompressed.
+    Done,
+    /// The output needs more than the room given, and the limit allows
+    /// more: nothing was kept.
+    NeedsRoom,
+}
+
 /// Decompresses the messages of one stream with pooled, reused contexts.
 ///
 /// Every call is bounded as [`decompress`](super::decompress) describes: the
@@ -328,8 +339,35 @@ impl Decompressor {
         out: &mut Vec<u8>,
         limit: usize,
     ) -> Result<(), Status> {
+        match self.decompress_within(input, out, limit, limit)? {
+            Inflated::Done => Ok(()),
+            // With all of the limit as room, more output is too large.
+            Inflated::NeedsRoom => Err(too_large(limit.saturating_add(1), limit)),
+        }
+    }
+
+    /// [`decompress`](Self::decompress) with at most `room` (≤ `limit`)
+    /// bytes of output allowed for now: output that would need more, while
+    /// the limit allows more, stops with [`Inflated::NeedsRoom`] and `out`
+    /// left as it was, so the caller can find more room (a receive budget's
+    /// grant) and run again on the same input. Output past `limit` is
+    /// `resource_exhausted` as in `decompress`. `out` never grows past
+    /// `room` bytes of capacity beyond its length at the start.
+    pub(crate) fn decompress_within(
+        &mut self,
+        input: &[u8],
+        out: &mut Vec<u8>,
+        limit: usize,
+        room: usize,
+    ) -> Result<Inflated, Status> {
         let start = out.len();
-        let mut sink = Sink { out, start, limit };
+        let room = room.min(limit);
+        let mut sink = Sink {
+            out,
+            start,
+            limit,
+            room,
+        };
         let result: Result<(), Failure> = match self.encoding {
             CompressionEncoding::Identity => sink.copy(input),
             #[cfg(feature = "gzip")]
@@ -348,11 +386,19 @@ impl Decompressor {
             other => return Err(unsupported(other)),
         };
         let written = sink.written();
+        let result = match result {
+            Ok(()) => return Ok(Inflated::Done),
+            Err(Failure::NeedsRoom) => {
+                out.truncate(start);
+                return Ok(Inflated::NeedsRoom);
+            }
+            Err(failure) => Err(failure),
+        };
         result.map_err(|failure| {
             out.truncate(start);
             match failure {
                 // Report a size past the limit, not what was written.
-                Failure::TooLarge => too_large(written.saturating_add(1).max(limit + 1), limit),
+                Failure::TooLarge | Failure::NeedsRoom => too_large(written.saturating_add(1).max(limit + 1), limit),
                 Failure::Corrupt(why) => Status::new(
                     Code::Internal,
                     format!("{} decompression failed: {why}", self.encoding),
@@ -366,6 +412,37 @@ impl Decompressor {
                 ),
             }
         })
+    }
+
+    /// What decompressing `input` will produce, as far as the compressed
+    /// data says so before it is decoded: a zstd frame's declared content
+    /// size (output past it is refused as corrupt), a gzip member's ISIZE
+    /// believed only up to what deflate can expand its body to (output
+    /// that does not match it fails the trailer check). `None` for zlib,
+    /// which declares nothing, and for frames that declare nothing.
+    pub(crate) fn output_hint(&self, input: &[u8]) -> Option<usize> {
+        match self.encoding {
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => match zstd::zstd_safe::get_frame_content_size(input) {
+                Ok(Some(declared)) => Some(usize::try_from(declared).unwrap_or(usize::MAX)),
+                _ => None,
+            },
+            #[cfg(feature = "gzip")]
+            CompressionEncoding::Gzip => {
+                let body = input.get(gzip_header_len(input).ok()?..)?;
+                let size = body.get(body.len().checked_sub(4)?..)?;
+                let declared = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
+                let believable = body
+                    .len()
+                    .saturating_mul(MAX_DEFLATE_RATIO)
+                    .saturating_add(MIN_OUTPUT);
+                Some(declared.min(believable))
+            }
+            _ => {
+                let _ = input;
+                None
+            }
+        }
     }
 
     /// A gzip member (RFC 1952): header, raw deflate, CRC-32 and size.
@@ -412,7 +489,11 @@ impl Decompressor {
         let mut state = INFLATERS.take(0, || Ok::<_, Failure>(Decompress::new(zlib)))?;
         state.reset(zlib);
         let result = inflate_with(&mut state, input, sink);
-        if result.is_err() {
+        // Stopping for room is no failure: the state is reset before reuse.
+        if matches!(
+            result,
+            Err(Failure::Corrupt(_) | Failure::TooLarge | Failure::Trailing(_))
+        ) {
             // A state that failed mid-stream is not trusted again.
             state.discard();
         }
@@ -439,7 +520,11 @@ impl Decompressor {
             .and_then(|_| unzstd_with(&mut ctx, input, sink));
         // zstd grows its buffers to the frame: a context that did so for a
         // large message, or failed mid-frame, is not kept.
-        if result.is_err() || sink.written() > KEEP_CONTEXT_MAX {
+        let failed = matches!(
+            result,
+            Err(Failure::Corrupt(_) | Failure::TooLarge | Failure::Trailing(_))
+        );
+        if failed || sink.written() > KEEP_CONTEXT_MAX {
             ctx.discard();
         }
         result
@@ -467,12 +552,16 @@ fn unzstd_with(
     let Some(declared) = declared else {
         return unzstd_frame(ctx, input, sink);
     };
-    if declared > sink.room_left() {
+    if declared > sink.limit_left() {
         return Err(Failure::TooLarge);
+    }
+    if declared > sink.room_left() {
+        return Err(Failure::NeedsRoom);
     }
     sink.expect(declared, input.len());
     match unzstd_frame(ctx, input, sink) {
-        Err(Failure::TooLarge) => Err(Failure::corrupt(
+        // The room holds the declared size: more is past it.
+        Err(Failure::TooLarge | Failure::NeedsRoom) => Err(Failure::corrupt(
             "zstd frame holds more than its declared content size",
         )),
         result => result,
@@ -502,7 +591,7 @@ fn unzstd_frame(
             let mut dst = OutBuffer::around(&mut probe);
             let left = ctx.decompress_stream(&mut dst, &mut source);
             if dst.pos() > 0 {
-                return Err(Failure::TooLarge);
+                return Err(sink.over());
             }
             left
         }
@@ -542,7 +631,7 @@ fn inflate_with<'a>(
             let mut probe = [0u8; 1];
             let status = state.decompress(input, &mut probe, FlushDecompress::None);
             if state.total_out() > before_out {
-                return Err(Failure::TooLarge);
+                return Err(sink.over());
             }
             status
         }
@@ -571,6 +660,8 @@ impl std::fmt::Debug for Decompressor {
 
 enum Failure {
     TooLarge,
+    /// More output than the room allowed, which is below the limit.
+    NeedsRoom,
     Corrupt(String),
     Trailing(usize),
 }
@@ -628,11 +719,13 @@ fn gzip_header_len(input: &[u8]) -> Result<usize, Failure> {
 
 /// The output of one decompression: `out[start..]`, at most `limit` bytes,
 /// grown by doubling (or once to a believable declared size), never past
-/// the limit.
+/// `room` (at most the limit).
 struct Sink<'a> {
     out: &'a mut Vec<u8>,
     start: usize,
     limit: usize,
+    /// The output allowed for now (≤ `limit`).
+    room: usize,
 }
 
 impl Sink<'_> {
@@ -646,7 +739,22 @@ impl Sink<'_> {
     }
 
     fn room_left(&self) -> usize {
+        self.room.saturating_sub(self.written())
+    }
+
+    #[cfg(feature = "zstd")]
+    fn limit_left(&self) -> usize {
         self.limit.saturating_sub(self.written())
+    }
+
+    /// Output past the room: too large when the room is the limit, else a
+    /// call for more room.
+    fn over(&self) -> Failure {
+        if self.room >= self.limit {
+            Failure::TooLarge
+        } else {
+            Failure::NeedsRoom
+        }
     }
 
     /// Reserves for a declared output size, as far as `input_len` bytes of
@@ -680,15 +788,15 @@ impl Sink<'_> {
     }
 
     fn check(&self) -> Result<(), Failure> {
-        if self.written() > self.limit {
-            return Err(Failure::TooLarge);
+        if self.written() > self.room {
+            return Err(self.over());
         }
         Ok(())
     }
 
     fn copy(&mut self, input: &[u8]) -> Result<(), Failure> {
         if input.len() > self.room_left() {
-            return Err(Failure::TooLarge);
+            return Err(self.over());
         }
         self.out.extend_from_slice(input);
         Ok(())
@@ -1031,5 +1139,51 @@ mod tests {
             .unwrap_err();
         assert_eq!(err.code(), Code::Internal);
         assert!(out.capacity() <= len * MAX_DEFLATE_RATIO + MIN_OUTPUT);
+    }
+
+    #[test]
+    fn bounded_room_stops_for_more_without_writing_past_it() {
+        let input = sample(300_000, 3);
+        let limit = 1 << 20;
+        for encoding in COMPRESSING {
+            let wire = compress_with(&mut Compressor::new(Compression::new(encoding)), &input);
+            let mut decompressor = Decompressor::new(encoding);
+            // Too little room, well within the limit: stop, keep nothing,
+            // never allocate past the room.
+            for room in [1, 4096, 100_000, input.len() - 1] {
+                let mut out = Vec::new();
+                let outcome = decompressor
+                    .decompress_within(&wire, &mut out, limit, room)
+                    .unwrap();
+                assert_eq!(outcome, Inflated::NeedsRoom, "{encoding} room {room}");
+                assert!(out.is_empty(), "{encoding} room {room}");
+                assert!(
+                    out.capacity() <= room,
+                    "{encoding} room {room}: {}",
+                    out.capacity()
+                );
+            }
+            // Exactly enough room: done, within it.
+            let mut out = Vec::new();
+            let outcome = decompressor
+                .decompress_within(&wire, &mut out, limit, input.len())
+                .unwrap();
+            assert_eq!(outcome, Inflated::Done, "{encoding}");
+            assert_eq!(out, input, "{encoding}");
+            assert!(out.capacity() <= input.len(), "{encoding}");
+            // Room at the limit and a larger message: too large, as ever.
+            let small_limit = input.len() - 1;
+            let err = decompressor
+                .decompress_within(&wire, &mut Vec::new(), small_limit, small_limit)
+                .unwrap_err();
+            assert_eq!(err.code(), Code::ResourceExhausted, "{encoding}: {err}");
+            // The declared size is what a stream asks room for (zlib
+            // declares none).
+            let hint = decompressor.output_hint(&wire);
+            match encoding {
+                CompressionEncoding::Deflate => assert_eq!(hint, None),
+                _ => assert_eq!(hint, Some(input.len()), "{encoding}"),
+            }
+        }
     }
 }

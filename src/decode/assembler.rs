@@ -9,8 +9,8 @@ use http::HeaderMap;
 
 use super::buffers::{MessageBuffers, MessageBuilder, SMALL_MESSAGE_MAX};
 use super::trailers::{MAX_TRAILERS_SIZE, parse_trailers};
-use crate::budget::{Budget, StreamBudget};
-use crate::compression::{CompressionEncoding, Decompressor};
+use crate::budget::{Budget, Counted, StreamBudget};
+use crate::compression::{CompressionEncoding, Decompressor, Inflated};
 use crate::envelope::{EnvelopeHeader, HEADER_LEN, Limits};
 use crate::status::Status;
 
@@ -89,6 +89,18 @@ pub struct EnvelopeAssembler {
     /// Boxed so the assembler stays small; created on first use, so a
     /// stream that never compresses pays nothing.
     inflate: Option<Box<Inflate>>,
+}
+
+/// The first output room of a compressed message that declares no size,
+/// in multiples of its compressed size.
+const UNDECLARED_RATIO: usize = 4;
+
+#[cold]
+fn decompressed_too_large(capacity: usize) -> Status {
+    Status::new(
+        crate::status::Code::ResourceExhausted,
+        format!("decompressed message exceeds the receive budget of {capacity} bytes"),
+    )
 }
 
 #[cold]
@@ -178,6 +190,18 @@ enum State {
     Gather {
         header: EnvelopeHeader,
         remaining: usize,
+    },
+    /// A compressed message whose payload is complete, on a stream with a
+    /// budget, waiting for (or in) its decompression: its output room is
+    /// granted before it is used. `input` holds the payload, or `None`
+    /// when it is the first bytes of the current frame.
+    Inflate {
+        header: EnvelopeHeader,
+        input: Option<MessageBuilder>,
+        /// The output the next attempt may write (0 until estimated).
+        room: usize,
+        /// The output room granted by the budget so far.
+        granted: usize,
     },
     /// After a gRPC-Web trailers frame.
     Ended,
@@ -280,7 +304,7 @@ impl EnvelopeAssembler {
         }
         if self.frame.is_empty()
             && self.queued.is_empty()
-            && !matches!(self.state, State::Failed(_))
+            && !matches!(self.state, State::Failed(_) | State::Inflate { .. })
         {
             // Drained: answered here rather than in `step`, whose `Result`
             // would be built and moved only to say so. Replace even an empty
@@ -312,6 +336,9 @@ impl EnvelopeAssembler {
             ))),
             State::Payload { header, builder } => Err(ended_inside(*header, builder.remaining())),
             State::Gather { header, remaining } => Err(ended_inside(*header, *remaining)),
+            State::Inflate { .. } => Err(Status::internal(
+                "body ended while a message waited for the receive budget",
+            )),
         };
         outcome.map_err(|status| self.fail(status))
     }
@@ -341,8 +368,10 @@ impl EnvelopeAssembler {
     #[inline(never)]
     fn step(&mut self) -> Result<Option<Decoded>, Status> {
         loop {
-            if let State::Failed(status) = &self.state {
-                return Err(status.clone());
+            match &self.state {
+                State::Failed(status) => return Err(status.clone()),
+                State::Inflate { .. } => return self.inflate_step(),
+                _ => {}
             }
             if self.frame.is_empty() {
                 // Replace even an empty remnant: it still pins the frame's memory.
@@ -382,7 +411,7 @@ impl EnvelopeAssembler {
                     else {
                         unreachable!("matched above");
                     };
-                    return self.complete(header, builder).map(Some);
+                    return self.complete(header, builder);
                 }
                 State::Gather { remaining, .. } => {
                     let taken = (*remaining).min(self.frame.len());
@@ -412,7 +441,7 @@ impl EnvelopeAssembler {
                         "protocol error: data after the gRPC-Web trailers frame",
                     ));
                 }
-                State::Failed(_) => unreachable!("handled above"),
+                State::Failed(_) | State::Inflate { .. } => unreachable!("handled above"),
             }
         }
     }
@@ -456,6 +485,16 @@ impl EnvelopeAssembler {
         self.check(header)?;
         self.state = IDLE;
         if self.is_transient(header) && self.frame.len() >= len {
+            if self.budget.is_some() && !header.is_trailers() {
+                // Decompressed from the frame, once its output is granted.
+                self.state = State::Inflate {
+                    header,
+                    input: None,
+                    room: 0,
+                    granted: 0,
+                };
+                return self.inflate_step();
+            }
             // Read in place: the payload only passes through on its way to a
             // parsed map or a decompressed buffer.
             let mut frame = mem::take(&mut self.frame);
@@ -477,7 +516,7 @@ impl EnvelopeAssembler {
         }
         let builder = self.buffers.builder(len);
         if builder.remaining() == 0 {
-            return self.complete(header, builder).map(Some);
+            return self.complete(header, builder);
         }
         self.state = State::Payload { header, builder };
         Ok(None)
@@ -516,27 +555,157 @@ impl EnvelopeAssembler {
         }
     }
 
-    /// Turns a complete payload into what the caller receives.
+    /// Turns a complete payload into what the caller receives: `Ok(None)`
+    /// while a compressed message waits for its output to be granted.
     fn complete(
         &mut self,
         header: EnvelopeHeader,
         builder: MessageBuilder,
-    ) -> Result<Decoded, Status> {
+    ) -> Result<Option<Decoded>, Status> {
         if self.is_transient(header) {
+            if self.budget.is_some() && !header.is_trailers() {
+                self.state = State::Inflate {
+                    header,
+                    input: Some(builder),
+                    room: 0,
+                    granted: 0,
+                };
+                return self.inflate_step();
+            }
             let decoded = self.transform(header, builder.as_slice());
             drop(builder);
             if let Some(budget) = self.budget.as_deref_mut() {
-                // The compressed bytes were just freed.
+                // The trailers' bytes were just freed.
                 budget.release_message();
             }
-            decoded
+            decoded.map(Some)
         } else if let Some(budget) = self.budget.as_deref_mut() {
-            Ok(Decoded::Message(
+            Ok(Some(Decoded::Message(
                 builder.finish_counted(budget.message_share()),
-            ))
+            )))
         } else {
-            Ok(Decoded::Message(builder.finish()))
+            Ok(Some(Decoded::Message(builder.finish())))
         }
+    }
+
+    /// Decompresses the message of `State::Inflate` on a stream with a
+    /// budget, its output gated like received bytes: each attempt may
+    /// write at most `room` bytes, granted by the budget before it runs
+    /// (the first [`SMALL_MESSAGE_MAX`] bytes excepted: output that small
+    /// ends up in the ungated slab). The first room is what the compressed
+    /// data declares (zstd content size, gzip ISIZE, both believed only
+    /// within the limit) or, when it declares nothing, four times its
+    /// size; output that needs more doubles the room (at least to the
+    /// declared size) and decompresses again from the start, the whole
+    /// payload being at hand. Returns `Ok(None)` while the budget makes it
+    /// wait: the decompression context is given back meanwhile, so a
+    /// waiting stream holds its compressed bytes and its grants only.
+    ///
+    /// The message's share is then its output's exact size (the rest of
+    /// the room and the compressed bytes are released), and carries the
+    /// overdraft if the message took it.
+    fn inflate_step(&mut self) -> Result<Option<Decoded>, Status> {
+        let encoding = self.encoding()?;
+        let limit = self.max_receive;
+        let EnvelopeAssembler {
+            state,
+            frame,
+            inflate,
+            budget,
+            buffers,
+            ..
+        } = self;
+        let State::Inflate {
+            header,
+            input,
+            room,
+            granted,
+        } = state
+        else {
+            return Ok(None);
+        };
+        let mut budget = budget.as_deref_mut();
+        let ceiling = budget.as_ref().map_or(limit, |b| b.capacity().min(limit));
+        let len = header.len() as usize;
+        let in_frame = input.is_none();
+        let payload: &[u8] = match input {
+            Some(builder) => builder.as_slice(),
+            // `start` checked that the frame holds all of it.
+            None => frame.get(..len).unwrap_or_default(),
+        };
+        let inflate = inflate.get_or_insert_with(Box::default);
+        let decompressor = inflate
+            .decompressor
+            .get_or_insert_with(|| Decompressor::new(encoding));
+        let hint = decompressor.output_hint(payload);
+        if *room == 0 {
+            *room = match hint {
+                // Past the limit: no grant; the decompressor refuses it
+                // with the limit's standard text (zstd before decoding).
+                Some(declared) if declared > limit => SMALL_MESSAGE_MAX,
+                // Within the limit, past the whole budget: refused at
+                // once, as a message declaring that much is on its header.
+                Some(declared) if declared > ceiling => {
+                    return Err(decompressed_too_large(ceiling));
+                }
+                Some(declared) => declared.max(1),
+                None => payload
+                    .len()
+                    .saturating_mul(UNDECLARED_RATIO)
+                    .clamp(1, ceiling.max(1)),
+            };
+        }
+        loop {
+            if *room > SMALL_MESSAGE_MAX
+                && *granted < *room
+                && let Some(budget) = budget.as_deref_mut()
+            {
+                let more = *room - *granted;
+                if !budget.take(more, more) {
+                    // Blocked: keep the input, hold no context.
+                    return Ok(None);
+                }
+                *granted = *room;
+            }
+            // Start empty, so the output's capacity stays within the room.
+            inflate.output = Vec::new();
+            let attempt = (*room).max(SMALL_MESSAGE_MAX.min(limit));
+            match decompressor.decompress_within(payload, &mut inflate.output, limit, attempt)? {
+                Inflated::Done => break,
+                Inflated::NeedsRoom if attempt >= ceiling => {
+                    // The limit allows more, the whole budget does not.
+                    return Err(decompressed_too_large(ceiling));
+                }
+                Inflated::NeedsRoom => {
+                    let doubled = attempt.saturating_mul(2).max(hint.unwrap_or(0));
+                    *room = doubled.min(ceiling);
+                }
+            }
+        }
+        let mut output = mem::take(&mut inflate.output);
+        // The compressed bytes go first: the share below no longer counts them.
+        *state = IDLE;
+        if in_frame {
+            frame.advance(len);
+        }
+        let message = if output.len() <= SMALL_MESSAGE_MAX {
+            let message = buffers.copy_slice(&output);
+            drop(output);
+            if let Some(budget) = budget {
+                budget.release_message();
+            }
+            message
+        } else {
+            output.shrink_to_fit();
+            match budget {
+                Some(budget) => {
+                    let share = budget.output_share(output.capacity());
+                    Bytes::from_owner(Counted::new(output, share))
+                }
+                None => Bytes::from(output),
+            }
+        };
+        Ok(Some(Decoded::Message(message)))
     }
 
     /// Parses trailers or decompresses a message.
@@ -566,12 +735,8 @@ impl EnvelopeAssembler {
         if output.len() <= SMALL_MESSAGE_MAX {
             return Ok(self.buffers.copy_slice(output));
         }
-        let output = inflate.take_output();
-        Ok(match self.budget.as_deref() {
-            None => self.buffers.place(output),
-            // Counted as it is placed: decompression is synchronous and
-            // bounded by the receive limit, so it is never gated.
-            Some(budget) => self.buffers.place_counted(output, budget),
-        })
+        // With a budget, messages are decompressed by `inflate_step`.
+        debug_assert!(self.budget.is_none());
+        Ok(self.buffers.place(inflate.take_output()))
     }
 }

@@ -24,7 +24,7 @@ use std::mem;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::budget::{Budget, Counted, Share, StreamBudget};
+use crate::budget::{Budget, Counted, Share};
 
 /// Largest message cut from the per-stream slab; larger ones get an
 /// allocation of their own.
@@ -154,19 +154,6 @@ impl MessageBuffers {
             counted: false,
             retired: Vec::new(),
         }));
-    }
-
-    /// [`place`](Self::place) for a stream with a budget: a large buffer is
-    /// charged (never gated: see the budget's rule for decompression) and
-    /// carries its share.
-    pub(crate) fn place_counted(&mut self, mut vec: Vec<u8>, budget: &StreamBudget) -> Bytes {
-        if vec.len() <= SMALL_MESSAGE_MAX {
-            return self.place(vec);
-        }
-        vec.shrink_to_fit();
-        budget.charge(vec.capacity());
-        let share = Share::new(budget.budget().clone(), vec.capacity());
-        Bytes::from_owner(Counted::new(vec, share))
     }
 
     /// Copies `len` bytes from `src` (fewer if `src` holds fewer) into memory

@@ -137,22 +137,21 @@ pub async fn serve_with(
     router.serve_with_incoming(incoming).await
 }
 
-/// The HTTP/2 stream window of a server with a receive budget (tonic's
-/// default is 1 MiB): a stream waiting for the budget leaves up to this much
-/// unread.
-pub const BUDGET_STREAM_WINDOW: u32 = 64 * 1024;
-
-/// The HTTP/2 connection window of a server with a receive budget: room for
-/// 64 waiting streams' unread windows with one stream window to spare for
-/// the streams that hold the budget. Waiting streams' unread bytes count
-/// against their connection's window too, so without the spare the streams
-/// that hold the budget could not receive the rest of their messages.
-pub const BUDGET_CONNECTION_WINDOW: u32 = 65 * BUDGET_STREAM_WINDOW;
+/// The most streams one connection may have open on a server with a
+/// receive budget: what its HTTP/2 windows are sized for
+/// (`grpc_stream_codec::budget::Budget::http2_windows`). With a 256 MiB
+/// budget that gives 64 KiB per stream and 65 x 64 KiB per connection
+/// (tonic's defaults are 1 MiB and 1 MiB, which one waiting stream fills).
+pub const BUDGET_STREAMS_PER_CONNECTION: u32 = 64;
 
 /// Serves the Echo service with grpc-stream-codec's full framing on
 /// `listener`, every request stream counted against `budget`
 /// (`grpc_stream_codec::tonic::ReceiveBudgetLayer`), with the HTTP/2 windows
-/// [`BUDGET_STREAM_WINDOW`] and [`BUDGET_CONNECTION_WINDOW`].
+/// and stream limit `budget.http2_windows(BUDGET_STREAMS_PER_CONNECTION)`
+/// gives: a stream waiting for the budget leaves up to its stream window
+/// unread, which counts against its connection's window too, and the
+/// connection window keeps one stream window free for the streams that
+/// hold the budget.
 pub async fn serve_full_with_budget(
     listener: TcpListener,
     budget: grpc_stream_codec::budget::Budget,
@@ -166,9 +165,11 @@ pub async fn serve_full_with_budget(
     for encoding in ENCODINGS {
         server = server.accept_compressed(encoding).send_compressed(encoding);
     }
+    let windows = budget.http2_windows(BUDGET_STREAMS_PER_CONNECTION);
     Server::builder()
-        .initial_stream_window_size(BUDGET_STREAM_WINDOW)
-        .initial_connection_window_size(BUDGET_CONNECTION_WINDOW)
+        .initial_stream_window_size(windows.stream)
+        .initial_connection_window_size(windows.connection)
+        .max_concurrent_streams(windows.max_concurrent_streams)
         .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(budget))
         .add_service(server)
         .serve_with_incoming(incoming)

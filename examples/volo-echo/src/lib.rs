@@ -129,14 +129,13 @@ pub fn all_compressions() -> Vec<CompressionEncoding> {
         .collect()
 }
 
-/// The HTTP/2 stream window of a server with a receive budget (volo-grpc's
-/// default is 1 MiB): what one waiting stream may leave unread.
-pub const BUDGET_STREAM_WINDOW: u32 = 64 * 1024;
-
-/// The HTTP/2 connection window of a server with a receive budget (volo-grpc's
-/// default is 1 MiB): room for 64 waiting streams' unread windows with one
-/// stream window to spare for the streams that hold the budget.
-pub const BUDGET_CONNECTION_WINDOW: u32 = 65 * BUDGET_STREAM_WINDOW;
+/// The most streams one connection may have open on a server with a
+/// receive budget: what its HTTP/2 windows are sized for
+/// (`grpc_stream_codec::budget::Budget::http2_windows`). With a 256 MiB
+/// budget that gives 64 KiB per stream and 65 x 64 KiB per connection
+/// (volo-grpc's defaults are 1 MiB and 1 MiB, which one waiting stream
+/// fills).
+pub const BUDGET_STREAMS_PER_CONNECTION: u32 = 64;
 
 /// Which RPC to call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -618,12 +617,13 @@ pub mod adapter {
     /// (`grpc_stream_codec::budget`), through the adapter's
     /// `ReceiveBudgetLayer`: the server binary's `--receive-budget BYTES`.
     ///
-    /// HTTP/2 windows of [`crate::BUDGET_STREAM_WINDOW`] per stream and
-    /// [`crate::BUDGET_CONNECTION_WINDOW`] per connection: a stream waiting
-    /// for the budget leaves up to its stream window unread, and that
-    /// counts against its connection's window too, so the connection window
-    /// must exceed what its waiting streams leave unread or the streams
-    /// that hold the budget cannot receive the rest of their messages.
+    /// HTTP/2 windows and stream limit from
+    /// `budget.http2_windows(`[`crate::BUDGET_STREAMS_PER_CONNECTION`]`)`:
+    /// a stream waiting for the budget leaves up to its stream window
+    /// unread, and that counts against its connection's window too, so the
+    /// connection window must exceed what its waiting streams leave unread
+    /// or the streams that hold the budget cannot receive the rest of their
+    /// messages.
     pub async fn serve_with_budget(
         listener: tokio::net::TcpListener,
         service: EchoService,
@@ -634,9 +634,11 @@ pub mod adapter {
             .accept_compressions(crate::all_compressions())
             .build();
         let incoming = volo::net::incoming::DefaultIncoming::from(listener);
+        let windows = budget.http2_windows(crate::BUDGET_STREAMS_PER_CONNECTION);
         Server::new()
-            .http2_init_stream_window_size(crate::BUDGET_STREAM_WINDOW)
-            .http2_init_connection_window_size(crate::BUDGET_CONNECTION_WINDOW)
+            .http2_init_stream_window_size(windows.stream)
+            .http2_init_connection_window_size(windows.connection)
+            .http2_max_concurrent_streams(windows.max_concurrent_streams)
             .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
             .layer_front(grpc_stream_codec::volo::ReceiveBudgetLayer::new(budget))
             .add_service(codec)

@@ -341,8 +341,9 @@ async fn issue_13_figures() {
     // streams x stream window), + one 16 KiB frame held by each waiting
     // stream. On top, up to 40 MiB for everything else 500 streams cost a
     // server (the run without a budget shows ~30 MiB above its 500 x 3.9 MB).
-    let windows = (10 * u64::from(volo_echo::BUDGET_CONNECTION_WINDOW))
-        .min(500 * u64::from(volo_echo::BUDGET_STREAM_WINDOW));
+    let windows =
+        SharedBudget::new(256 << 20).http2_windows(volo_echo::BUDGET_STREAMS_PER_CONNECTION);
+    let windows = (10 * u64::from(windows.connection)).min(500 * u64::from(windows.stream));
     let allowed = (256u64 << 20) + 4_000_000 + windows + 500 * 16 * 1024;
     println!(
         "issue13 peak growth: without {:.1} MiB, with {:.1} MiB, allowed {:.1} MiB",
@@ -382,4 +383,98 @@ async fn a_client_counts_its_response_streams_against_its_layers_budget() {
         .await
         .expect("server stream");
     assert_eq!(budget.stats().peak, stats.peak);
+}
+
+/// A budget layer around a server or client whose generated code the build
+/// hook did not rewrite (stock volo-grpc) cannot count anything: it reports
+/// the calls (a counter, and a warning logged once) instead of doing
+/// nothing in silence. Around the adapter it counts and reports none.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_layer_on_stock_volo_is_not_silent() {
+    use grpc_stream_codec::volo::ReceiveBudgetLayer;
+
+    for stock in [true, false] {
+        let budget = SharedBudget::new(16 << 20);
+        let layer = ReceiveBudgetLayer::new(budget.clone());
+        let (listener, addr) = volo_echo::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
+            .await
+            .expect("bind");
+        let incoming = volo::net::incoming::DefaultIncoming::from(listener);
+        let server = volo_grpc::server::Server::new().layer_front(layer.clone());
+        let server = if stock {
+            let codec = volo_grpc::server::ServiceBuilder::new(volo_echo::stock::EchoServer::new(
+                EchoService::default(),
+            ))
+            .build();
+            tokio::spawn(server.add_service(codec).run(incoming))
+        } else {
+            let codec = volo_grpc::server::ServiceBuilder::new(
+                volo_echo::adapter::EchoServer::new(EchoService::default()),
+            )
+            .build();
+            tokio::spawn(server.add_service(codec).run(incoming))
+        };
+        for _ in 0..3 {
+            if stock {
+                let client = volo_echo::stock::client(addr, None);
+                volo_echo::stock::calls::unary(&client, 100)
+                    .await
+                    .expect("unary");
+                volo_echo::stock::calls::client_stream(&client, 1000, 3)
+                    .await
+                    .expect("client stream");
+            } else {
+                let client = volo_echo::adapter::client(addr, None);
+                volo_echo::adapter::calls::unary(&client, 100)
+                    .await
+                    .expect("unary");
+                volo_echo::adapter::calls::client_stream(&client, 1000, 3)
+                    .await
+                    .expect("client stream");
+            }
+        }
+        let uncounted = settle(Duration::from_millis(200), Duration::from_secs(10), || {
+            layer.uncounted_calls()
+        })
+        .await;
+        if stock {
+            assert_eq!(uncounted, 6, "every stock call is reported");
+            assert_eq!(budget.stats().peak, 0, "stock volo-grpc counted nothing");
+        } else {
+            assert_eq!(uncounted, 0, "adapter calls are counted");
+            assert!(budget.stats().peak > 0);
+        }
+
+        // The same on a client, the layer where the adapter needs it.
+        let client_budget = SharedBudget::new(16 << 20);
+        let client_layer = ReceiveBudgetLayer::new(client_budget.clone());
+        if stock {
+            let client = volo_echo::stock::EchoClientBuilder::new("echo")
+                .address(addr)
+                .layer_inner(client_layer.clone())
+                .build();
+            volo_echo::stock::calls::unary(&client, 100_000)
+                .await
+                .expect("unary");
+        } else {
+            let client = volo_echo::adapter::EchoClientBuilder::new("echo")
+                .address(addr)
+                .layer_inner(client_layer.clone())
+                .build();
+            volo_echo::adapter::calls::unary(&client, 100_000)
+                .await
+                .expect("unary");
+        }
+        assert_eq!(
+            client_layer.uncounted_calls(),
+            u64::from(stock),
+            "stock client: {stock}"
+        );
+        assert_eq!(
+            client_budget.stats().peak > 0,
+            !stock,
+            "stock client: {stock}"
+        );
+        server.abort();
+    }
 }

@@ -15,7 +15,9 @@
 //! what it holds for received messages against one shared budget of that
 //! many bytes: a stream that cannot get memory stops reading (HTTP/2 flow
 //! control holds its client) and fails with `resource_exhausted` after
-//! `--budget-wait-ms` (default 30000); with `--report-memory` a `budget`
+//! `--budget-wait-ms` (default 30000); the HTTP/2 windows and the streams
+//! per connection are the budget's `http2_windows(64)`
+//! (`volo_echo::BUDGET_STREAMS_PER_CONNECTION`). With `--report-memory` a `budget`
 //! line on standard input is answered with
 //! `budget_in_use N budget_waiting W budget_timed_out T`.
 //! `--batch-threshold BYTES` sets the adapter's soft batch threshold for
@@ -111,7 +113,11 @@ async fn main() -> ExitCode {
     let served = if stock {
         volo_echo::stock::serve(listener, EchoService::default()).await
     } else if let Some(budget) = budget {
-        eprintln!("receive budget: {} bytes", budget.stats().capacity);
+        eprintln!(
+            "receive budget: {} bytes, {:?}",
+            budget.stats().capacity,
+            budget.http2_windows(volo_echo::BUDGET_STREAMS_PER_CONNECTION)
+        );
         volo_echo::adapter::serve_with_budget(listener, EchoService::default(), budget.into()).await
     } else {
         volo_echo::adapter::serve(listener, EchoService::default()).await
