@@ -9,13 +9,16 @@ use std::net::SocketAddr;
 
 use tonic::codegen::BoxStream;
 use tonic::transport::server::TcpIncoming;
-use tonic::transport::{Endpoint, Server};
 use tonic::{Request, Response, Status};
 
+// snippet include
 /// The code tonic-prost-build generated in build.rs, rewritten by the hook.
 pub mod pb {
+    // Instead of tonic::include_proto!: fails the build, naming the fix, if
+    // the build hook did not rewrite the file after tonic-prost-build.
     grpc_stream_codec::tonic::include_proto!("streamcodec.echo.v1");
 }
+// end snippet
 
 use pb::echo_client::EchoClient;
 use pb::echo_server::{Echo, EchoServer};
@@ -76,28 +79,74 @@ impl Echo for MyEcho {
     }
 }
 
-/// Serves on an ephemeral port, makes a unary and a client-streaming call,
-/// and checks the answers.
-async fn run() -> Result<(), Box<dyn Error>> {
-    let incoming = TcpIncoming::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
-    let addr = incoming.local_addr()?;
-    let server = tokio::spawn(
-        Server::builder()
-            .add_service(EchoServer::new(MyEcho))
-            .serve_with_incoming(incoming),
-    );
+/// The README's server: full framing, gzip, an 8 MiB receive limit and a
+/// 256 MiB receive budget shared by every request stream.
+async fn serve(
+    incoming: TcpIncoming,
+    budget: grpc_stream_codec::budget::SharedBudget,
+) -> Result<(), tonic::transport::Error> {
+    // snippet server
+    use grpc_stream_codec::tonic::ReceiveBudgetLayer;
+    use tonic::codec::CompressionEncoding;
+    use tonic::transport::Server;
+
+    // The HTTP/2 windows a budget needs: a stream that waits for memory
+    // leaves at most its stream window unread.
+    let windows = budget.http2_windows(64);
+    let echo = EchoServer::new(MyEcho)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .send_compressed(CompressionEncoding::Gzip)
+        // Checked on each message's header, before anything is allocated.
+        .max_decoding_message_size(8 << 20);
+    Server::builder()
+        .initial_stream_window_size(windows.stream)
+        .initial_connection_window_size(windows.connection)
+        .max_concurrent_streams(windows.max_concurrent_streams)
+        // Every request stream of every service counts against the budget.
+        .layer(ReceiveBudgetLayer::new(budget))
+        .add_service(echo)
+        .serve_with_incoming(incoming)
+        .await
+    // end snippet
+}
+
+/// The README's client: gzip both ways, an 8 MiB receive limit, one unary
+/// and one client-streaming call.
+async fn call(addr: SocketAddr) -> Result<(EchoResponse, EchoResponse), Box<dyn Error>> {
+    // snippet client
+    use tonic::codec::CompressionEncoding;
+    use tonic::transport::Endpoint;
+
     let channel = Endpoint::from_shared(format!("http://{addr}"))?
         .connect()
         .await?;
-    let mut client = EchoClient::new(channel);
+    let mut client = EchoClient::new(channel)
+        .send_compressed(CompressionEncoding::Gzip)
+        .accept_compressed(CompressionEncoding::Gzip)
+        .max_decoding_message_size(8 << 20);
     let request = |payload: &'static str| EchoRequest {
         payload: payload.into(),
         ..EchoRequest::default()
     };
     let echoed = client.unary(request("hello")).await?.into_inner();
-    let requests = tonic::codegen::tokio_stream::iter([request("one"), request("three")]);
-    let summed = client.client_stream(requests).await?.into_inner();
+    let uploads = tonic::codegen::tokio_stream::iter([request("one"), request("three")]);
+    let summed = client.client_stream(uploads).await?.into_inner();
+    // end snippet
+    Ok((echoed, summed))
+}
+
+/// Serves on an ephemeral port, makes the README's calls and checks the
+/// answers and that the budget counted the requests.
+async fn run() -> Result<(), Box<dyn Error>> {
+    let incoming = TcpIncoming::bind(SocketAddr::from(([127, 0, 0, 1], 0)))?;
+    let addr = incoming.local_addr()?;
+    let budget = grpc_stream_codec::budget::SharedBudget::new(256 << 20);
+    let server = tokio::spawn(serve(incoming, budget.clone()));
+    let (echoed, summed) = call(addr).await?;
     server.abort();
+    if budget.stats().peak == 0 {
+        return Err("the server's requests were not counted against the budget".into());
+    }
     if echoed.payload != "hello" || (summed.count, summed.total_bytes) != (2, 8) {
         return Err(format!("unexpected answers: {echoed:?}, {summed:?}").into());
     }
