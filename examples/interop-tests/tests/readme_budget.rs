@@ -53,9 +53,13 @@ async fn tonic_full_framing_server_and_client_count_against_one_budget() {
     use grpc_stream_codec::tonic::ReceiveBudgetLayer;
 
     let budget = SharedBudget::new(256 << 20); // clones share it
+    let windows = budget.http2_windows(64); // the most streams per connection
 
     // Server (full framing): every request stream of every service.
     let router = tonic::transport::Server::builder()
+        .initial_stream_window_size(windows.stream)
+        .initial_connection_window_size(windows.connection)
+        .max_concurrent_streams(windows.max_concurrent_streams)
         .layer(ReceiveBudgetLayer::new(budget.clone()))
         .add_service(EchoServer::new(EchoService));
 
@@ -114,9 +118,13 @@ async fn volo_adapter_server_and_client_count_against_one_budget() {
     use grpc_stream_codec::volo::ReceiveBudgetLayer;
 
     let budget = SharedBudget::new(256 << 20); // clones share it
+    let windows = budget.http2_windows(64); // the most streams per connection
 
     // Server: every request stream.
     let server = Server::new()
+        .http2_init_stream_window_size(windows.stream)
+        .http2_init_connection_window_size(windows.connection)
+        .http2_max_concurrent_streams(windows.max_concurrent_streams)
         .layer_front(ReceiveBudgetLayer::new(budget.clone()))
         .add_service(ServiceBuilder::new(EchoServer::new(EchoService::default())).build());
 
