@@ -27,17 +27,24 @@
 //! assert_eq!(send.negotiate(&headers), Some(CompressionEncoding::Zstd));
 //! ```
 
-mod context;
+mod compress;
+mod decompress;
+#[cfg(feature = "gzip")]
+mod gzip;
 #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
 mod pool;
+// The cases cover every encoding at once.
+#[cfg(all(test, feature = "gzip", feature = "deflate", feature = "zstd"))]
+mod context_tests;
 
 use std::fmt;
 
 use bytes::{Buf, BufMut, BytesMut};
 use http::HeaderValue;
 
-pub(crate) use context::Inflated;
-pub use context::{Compressor, Decompressor};
+pub use compress::Compressor;
+pub use decompress::Decompressor;
+pub(crate) use decompress::Inflated;
 
 use crate::status::{Code, Status};
 

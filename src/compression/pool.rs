@@ -11,6 +11,13 @@ use std::sync::Mutex;
 /// Idle contexts kept per pool; more given back at once are dropped.
 const MAX_IDLE: usize = 16;
 
+/// Messages above this size drop their zstd context after use instead of
+/// giving it back to the pool: zstd grows its tables and window buffers to
+/// the largest message seen, and a reused context is worth little once the
+/// message itself dominates. (libdeflate's and zlib-rs's states do not grow.)
+#[cfg(feature = "zstd")]
+pub(super) const KEEP_CONTEXT_MAX: usize = 256 * 1024;
+
 /// Idle contexts of one kind, each tagged with the setting it was made for
 /// (a compression level, say).
 pub(super) struct Pool<T> {

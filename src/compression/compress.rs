@@ -1,0 +1,255 @@
+//! [`Compressor`]: the sending side's compression, with contexts reused
+//! from a process-wide pool (`pool.rs`) rather than one pinned per stream.
+//!
+//! Setting a context up costs more than compressing a small message with it
+//! (a libdeflate compressor is about 660 KB of tables, zstd's contexts a few
+//! hundred KB), so each message takes a context from the pool and gives it
+//! back when done, as grpc-go pools its compressors: a process holds about
+//! as many contexts as it compresses messages at once, and an idle stream
+//! none. gzip and zlib are compressed whole by libdeflate: the encoder has
+//! the whole message, and libdeflate keeps no stream state to reset.
+
+// With no compressing feature enabled only `identity` is left, and the
+// shared deflate/zstd helpers below go unused.
+#![cfg_attr(
+    not(any(feature = "gzip", feature = "deflate", feature = "zstd")),
+    allow(dead_code)
+)]
+
+use bytes::{Buf, BytesMut};
+
+#[cfg(feature = "zstd")]
+use super::pool::KEEP_CONTEXT_MAX;
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+use super::pool::Pool;
+use super::{Compression, CompressionEncoding, unsupported};
+use crate::status::{Code, Status};
+
+/// Compresses the messages of one stream with pooled, reused contexts.
+///
+/// ```
+/// use bytes::BytesMut;
+/// use grpc_stream_codec::compression::{Compressor, Decompressor};
+/// use grpc_stream_codec::{Compression, CompressionEncoding};
+///
+/// let mut compressor = Compressor::new(Compression::new(CompressionEncoding::Gzip));
+/// let mut decompressor = Decompressor::new(CompressionEncoding::Gzip);
+/// for text in [&b"first message"[..], b"second message"] {
+///     let mut wire = BytesMut::new();
+///     compressor.compress(&mut &text[..], &mut wire)?;
+///     let mut plain = Vec::new();
+///     decompressor.decompress(&wire, &mut plain, 1024)?;
+///     assert_eq!(plain, text);
+/// }
+/// # Ok::<(), grpc_stream_codec::Status>(())
+/// ```
+pub struct Compressor {
+    compression: Compression,
+}
+
+/// A libdeflate compressor and the buffer a message in several chunks is
+/// joined in (libdeflate compresses one contiguous buffer).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) struct Deflater {
+    compressor: libdeflater::Compressor,
+    joined: Vec<u8>,
+}
+
+/// Idle gzip/deflate compressors, by level: each holds about 660 KB at
+/// levels 2-9 (libdeflate's match finder and block buffers, allocated
+/// through the Rust allocator).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) static DEFLATERS: Pool<Deflater> = Pool::new();
+
+/// Idle zstd compression contexts, by level.
+#[cfg(feature = "zstd")]
+pub(super) static ZSTD_COMPRESSORS: Pool<zstd::zstd_safe::CCtx<'static>> = Pool::new();
+
+/// The largest joined buffer a pooled [`Deflater`] keeps.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+const KEEP_JOINED_MAX: usize = 64 * 1024;
+
+impl Compressor {
+    /// A compressor for `compression`. It holds no context of its own: one
+    /// is taken from a process-wide pool for each message and given back
+    /// after it, so an idle stream pins no compression memory.
+    pub fn new(compression: Compression) -> Self {
+        Self { compression }
+    }
+
+    /// The encoding and level this compressor applies.
+    pub fn compression(&self) -> Compression {
+        self.compression
+    }
+
+    /// Compresses all of `input` (consuming it) as one complete stream of
+    /// the encoding and appends it to `out`. `Identity` copies.
+    pub fn compress(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), Status> {
+        let start = out.len();
+        let result: Result<(), String> = match self.compression.encoding {
+            CompressionEncoding::Identity => {
+                copy_into(input, out);
+                Ok(())
+            }
+            #[cfg(feature = "gzip")]
+            CompressionEncoding::Gzip => self.deflate(input, out, true),
+            #[cfg(feature = "deflate")]
+            CompressionEncoding::Deflate => self.deflate(input, out, false),
+            #[cfg(feature = "zstd")]
+            CompressionEncoding::Zstd => self.zstd(input, out),
+            #[allow(unreachable_patterns)]
+            other => return Err(unsupported(other)),
+        };
+        result.map_err(|error| {
+            out.truncate(start);
+            Status::new(
+                Code::Internal,
+                format!("{} compression failed: {error}", self.compression.encoding),
+            )
+        })
+    }
+
+    /// gzip or zlib, the whole message in one call: libdeflate keeps no
+    /// stream state, so unlike zlib's `deflateReset` nothing is cleared
+    /// beyond the tables the message's size needs.
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    fn deflate(
+        &mut self,
+        input: &mut impl Buf,
+        out: &mut BytesMut,
+        gzip: bool,
+    ) -> Result<(), String> {
+        let level = self.compression.deflate_level();
+        let mut lease = DEFLATERS.take(level, || {
+            let level = libdeflater::CompressionLvl::new(level)
+                .map_err(|_| format!("invalid deflate level {level}"))?;
+            Ok::<_, String>(Deflater {
+                compressor: libdeflater::Compressor::new(level),
+                joined: Vec::new(),
+            })
+        })?;
+        let Deflater { compressor, joined } = &mut *lease;
+        let len = input.remaining();
+        let contiguous = input.chunk().len() == len;
+        if !contiguous {
+            joined.clear();
+            copy_into(input, joined);
+        }
+        let data = if contiguous {
+            input.chunk()
+        } else {
+            &joined[..]
+        };
+        let room = if gzip {
+            compressor.gzip_compress_bound(len)
+        } else {
+            compressor.zlib_compress_bound(len)
+        };
+        let (result, _) = with_room(out, room, |dst| {
+            let result = if gzip {
+                compressor.gzip_compress(data, dst)
+            } else {
+                compressor.zlib_compress(data, dst)
+            };
+            let written = *result.as_ref().unwrap_or(&0);
+            (result, written)
+        });
+        if contiguous {
+            input.advance(len);
+        }
+        if joined.capacity() > KEEP_JOINED_MAX {
+            *joined = Vec::new();
+        }
+        result.map(drop).map_err(|error| error.to_string())
+    }
+
+    #[cfg(feature = "zstd")]
+    fn zstd(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), String> {
+        use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective as EndDirective;
+        use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective};
+
+        let zstd_error = |code| zstd::zstd_safe::get_error_name(code).to_string();
+        let level = self.compression.zstd_level();
+        let len = input.remaining();
+        let mut ctx = ZSTD_COMPRESSORS.take(level, || {
+            let mut ctx = CCtx::try_create().ok_or("cannot allocate a zstd context")?;
+            ctx.set_parameter(CParameter::CompressionLevel(level))
+                .map_err(zstd_error)?;
+            // With the size in the frame header, receivers know the
+            // output size and zstd picks a window no larger than it.
+            ctx.set_parameter(CParameter::ContentSizeFlag(true))
+                .map_err(zstd_error)?;
+            Ok::<_, String>(ctx)
+        })?;
+        let result = (|| {
+            ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
+            ctx.set_pledged_src_size(Some(len as u64))
+                .map_err(zstd_error)?;
+            loop {
+                let chunk = input.chunk();
+                let last = chunk.len() == input.remaining();
+                let directive = if last {
+                    EndDirective::ZSTD_e_end
+                } else {
+                    EndDirective::ZSTD_e_continue
+                };
+                let mut source = InBuffer::around(chunk);
+                let room = zstd::zstd_safe::compress_bound(chunk.len());
+                let (left, written) = with_room(out, room, |dst| {
+                    let mut sink = OutBuffer::around(dst);
+                    let left = ctx.compress_stream2(&mut sink, &mut source, directive);
+                    (left, sink.pos())
+                });
+                let left = left.map_err(zstd_error)?;
+                let consumed = source.pos();
+                let whole = consumed == chunk.len();
+                input.advance(consumed);
+                if last && whole && left == 0 {
+                    return Ok(());
+                }
+                if consumed == 0 && written == 0 {
+                    return Err("zstd made no progress".to_string());
+                }
+            }
+        })();
+        // zstd sizes its tables and window to the message: a context that
+        // grew with a large one, or failed mid-frame, is not kept.
+        if result.is_err() || len > KEEP_CONTEXT_MAX {
+            ctx.discard();
+        }
+        result
+    }
+}
+
+/// Appends all of `input` to `out`, consuming it.
+fn copy_into(input: &mut impl Buf, out: &mut impl bytes::BufMut) {
+    while input.has_remaining() {
+        let chunk = input.chunk();
+        let taken = chunk.len();
+        out.put_slice(chunk);
+        input.advance(taken);
+    }
+}
+
+impl std::fmt::Debug for Compressor {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Compressor")
+            .field("compression", &self.compression)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Appends `room` zeroed bytes to `out`, lets `write` fill a prefix of them
+/// and report its length, and cuts `out` back to what was written.
+fn with_room<T>(
+    out: &mut BytesMut,
+    room: usize,
+    write: impl FnOnce(&mut [u8]) -> (T, usize),
+) -> (T, usize) {
+    let start = out.len();
+    out.resize(start + room, 0);
+    let (result, written) = write(&mut out[start..]);
+    let written = written.min(room);
+    out.truncate(start + written);
+    (result, written)
+}
