@@ -207,7 +207,7 @@ fn held_per_stream<T>(open: impl Fn() -> T) -> isize {
 /// warmed so it already holds the one context they all share.
 /// libdeflate's tables come from the Rust allocator and are counted; zstd
 /// contexts are C heap the counter cannot see, pooled the same way (the
-/// unit tests in `compression::context` check that pool).
+/// unit tests in `compression::context_tests` check that pool).
 #[test]
 fn idle_compressed_streams_pin_no_context() {
     // What compression may add to an idle stream: a few KiB of buffers.
