@@ -412,8 +412,8 @@ mod tests {
     /// periodic `sample`, which every level shrinks alike.
     fn words(len: usize) -> Vec<u8> {
         const VOCABULARY: [&str; 16] = [
-            "stream", "frame", "budget", "window", "header", "message", "slab", "limit",
-            "encode", "decode", "status", "trailer", "deadline", "zstd", "gzip", "deflate",
+            "stream", "frame", "budget", "window", "header", "message", "slab", "limit", "encode",
+            "decode", "status", "trailer", "deadline", "zstd", "gzip", "deflate",
         ];
         let mut state = 0x2545_f491_u32;
         let mut out = Vec::with_capacity(len + 16);
@@ -457,7 +457,11 @@ mod tests {
                 fastest.len()
             );
             // Precise levels are the algorithm's own numbers, clamped to its range.
-            assert_eq!(at(encoding, CompressionLevel::Precise(1)), fastest, "{encoding}");
+            assert_eq!(
+                at(encoding, CompressionLevel::Precise(1)),
+                fastest,
+                "{encoding}"
+            );
             assert_eq!(
                 at(encoding, CompressionLevel::Precise(lowest - 1)),
                 at(encoding, CompressionLevel::Precise(lowest)),
