@@ -88,3 +88,13 @@ mod tests {
         assert!(check_zeros(None, 0, "x").is_err());
     }
 }
+
+/// timeout_on_sleeping_server's failure when no status came within
+/// [`crate::spec::DEADLINE_GUARD`].
+pub fn deadline_not_enforced() -> String {
+    format!(
+        "no status {:?} after a {:?} deadline: neither client nor server enforced it",
+        crate::spec::DEADLINE_GUARD,
+        crate::spec::SLEEPING_SERVER_DEADLINE
+    )
+}
