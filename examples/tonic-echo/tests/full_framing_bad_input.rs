@@ -95,6 +95,15 @@ async fn expect(
         eprintln!("{case}: {:?} {:?}", reply.code(), reply.status.message());
         assert_eq!(reply.code(), code, "{case}: {reply:?}");
         assert!(check(reply.status.message()), "{case}: {reply:?}");
+        // A status about the body had the body, and the same call with a
+        // well-formed body succeeds: the status came from reading this body.
+        assert!(reply.body_sent, "{case}: answered before the body went out");
+        let control = raw::call(&client, path, headers, message(&request(b"control"))).await;
+        assert_eq!(
+            control.code(),
+            Code::Ok,
+            "{case}, well-formed body: {control:?}"
+        );
         assert_still_serving(&client, &case).await;
     }
     server.abort();
