@@ -162,12 +162,21 @@ def main():
 
     check.case("unary_over_limit", "none", AT_LIMIT + 1, over_limit)
 
-    # Above the limit the other way: our client refuses a reply above 4 MiB.
+    # Above the limit the other way: our server sends a reply above 4 MiB and
+    # grpcio's client (C-core's own 4 MiB receive limit) refuses it. This
+    # checks that the server sends it rather than failing the call itself;
+    # our clients' refusal of such a reply is the case of the same name in
+    # run.sh (our clients -> grpcio server).
     def reply_over_limit():
         try:
             list(stub.ServerStream(Req(response_count=1, response_size=AT_LIMIT + 1), timeout=60))
         except grpc.RpcError as err:
             expect(err.code() == grpc.StatusCode.RESOURCE_EXHAUSTED, f"code {err.code()}")
+            # C-core's client-side refusal, not a status sent by the server.
+            expect(
+                "Received message larger than max" in (err.details() or ""),
+                f"refused by the server, not by grpcio's client: {err.details()!r}",
+            )
             return
         raise AssertionError("over-limit reply was accepted")
 

@@ -536,26 +536,81 @@ mod tests {
         assert!(input.is_empty());
     }
 
+    /// Text-like input (words of a small vocabulary in a pseudo-random
+    /// order) on which the levels of every algorithm differ, unlike the
+    /// periodic `sample`, which every level shrinks alike.
+    fn words(len: usize) -> Vec<u8> {
+        const VOCABULARY: [&str; 16] = [
+            "stream", "frame", "budget", "window", "header", "message", "slab", "limit", "encode",
+            "decode", "status", "trailer", "deadline", "zstd", "gzip", "deflate",
+        ];
+        let mut state = 0x2545_f491_u32;
+        let mut out = Vec::with_capacity(len + 16);
+        while out.len() < len {
+            state = state.wrapping_mul(1_103_515_245).wrapping_add(12_345);
+            out.extend_from_slice(VOCABULARY[(state >> 16) as usize % 16].as_bytes());
+            out.push(if state >> 28 == 0 { b'\n' } else { b' ' });
+        }
+        out.truncate(len);
+        out
+    }
+
     #[test]
     fn levels_change_the_output() {
-        let input = sample(64 * 1024);
-        let fast = {
+        let input = words(64 * 1024);
+        let at = |encoding, level| {
             let mut out = BytesMut::new();
-            Compression::new(CompressionEncoding::Zstd)
-                .with_level(CompressionLevel::Fastest)
+            Compression::new(encoding)
+                .with_level(level)
                 .compress(&mut &input[..], &mut out)
                 .unwrap();
+            let mut back = Vec::new();
+            decompress(encoding, &mut &out[..], &mut back, usize::MAX).unwrap();
+            assert_eq!(back, input, "{encoding} at {level:?} round-trips");
             out
         };
-        let mut out = Vec::new();
-        decompress(
-            CompressionEncoding::Zstd,
-            &mut &fast[..],
-            &mut out,
-            usize::MAX,
-        )
-        .unwrap();
-        assert_eq!(out, input);
+        for (encoding, lowest, highest) in [
+            (CompressionEncoding::Gzip, 0, 9),
+            (CompressionEncoding::Deflate, 0, 9),
+            (CompressionEncoding::Zstd, 1, 22),
+        ] {
+            let fastest = at(encoding, CompressionLevel::Fastest);
+            let default = at(encoding, CompressionLevel::Default);
+            let best = at(encoding, CompressionLevel::Best);
+            // Each named level is a different setting, and they rank by size.
+            assert!(
+                best.len() < default.len() && default.len() < fastest.len(),
+                "{encoding}: best {} < default {} < fastest {}",
+                best.len(),
+                default.len(),
+                fastest.len()
+            );
+            // Precise levels are the algorithm's own numbers, clamped to its range.
+            assert_eq!(
+                at(encoding, CompressionLevel::Precise(1)),
+                fastest,
+                "{encoding}"
+            );
+            assert_eq!(
+                at(encoding, CompressionLevel::Precise(lowest - 1)),
+                at(encoding, CompressionLevel::Precise(lowest)),
+                "{encoding} clamps below {lowest}"
+            );
+            if encoding == CompressionEncoding::Zstd {
+                assert_eq!(at(encoding, CompressionLevel::Precise(19)), best);
+                assert_eq!(at(encoding, CompressionLevel::Precise(0)), fastest);
+            } else {
+                assert_eq!(at(encoding, CompressionLevel::Precise(9)), best);
+                assert_eq!(
+                    at(encoding, CompressionLevel::Precise(highest + 1)),
+                    best,
+                    "{encoding} clamps above {highest}"
+                );
+                // Level 0 stores: the output is larger than the input.
+                let stored = at(encoding, CompressionLevel::Precise(0));
+                assert!(stored.len() > input.len(), "{encoding} level 0 stores");
+            }
+        }
     }
 
     #[test]

@@ -134,7 +134,10 @@ fn run(mut stream: EncodeStream<Script, TestEncoder>) -> Vec<Event> {
         match Pin::new(&mut stream).poll_next(&mut cx) {
             Poll::Ready(None) => {
                 // Ended means ended.
-                assert!(Pin::new(&mut stream).poll_next(&mut cx).is_ready());
+                assert!(matches!(
+                    Pin::new(&mut stream).poll_next(&mut cx),
+                    Poll::Ready(None)
+                ));
                 return events;
             }
             Poll::Ready(Some(Ok(batch))) => events.push(Event::Batch(batch)),

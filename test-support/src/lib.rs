@@ -3,7 +3,8 @@
 //! sending what no framework would ([`raw_h2`]), and waiting for counters
 //! to come to rest ([`settle`]); a server task a test owns ([`running`]) and
 //! a source of message bursts ([`burst`]); a server binary a test starts
-//! ([`process`]).
+//! ([`process`]); the process's resident memory, which sees C allocations
+//! ([`rss`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -13,5 +14,6 @@ pub mod alloc;
 pub mod burst;
 pub mod process;
 pub mod raw_h2;
+pub mod rss;
 pub mod running;
 pub mod settle;

@@ -89,6 +89,11 @@ pub struct RawResponse {
     pub data_frames: Vec<Bytes>,
     /// The trailers, if the response had any.
     pub trailers: Option<HeaderMap>,
+    /// Whether the request body went out whole: `false` when the server
+    /// had ended the stream before [`send`] could send it, so whatever the
+    /// server answered, it answered without the body (from the headers).
+    /// Always `true` for a response read with [`read_response`] alone.
+    pub body_sent: bool,
 }
 
 impl RawResponse {
@@ -145,12 +150,24 @@ pub async fn send(
         .expect("send request");
     // A server may answer from the headers alone and end the stream before
     // the body goes out (volo-grpc refuses an unknown `grpc-encoding` so):
-    // then the body has nowhere to go, and the response tells what happened.
+    // then the body has nowhere to go. That is recorded, not dropped: a
+    // status that did not see the body must not pass for one that did.
     let sent = stream.send_data(body.into(), true);
-    match response.await {
+    let mut raw = match response.await {
         Ok(response) => read_response(response).await,
         Err(error) => panic!("response headers: {error} (sending the body: {sent:?})"),
+    };
+    if let Err(error) = &sent {
+        // Only an answer from the headers can come without the body: a
+        // trailers-only status, no message and no trailers.
+        assert!(
+            raw.data_frames.is_empty() && raw.trailers.is_none() && raw.grpc_status().is_some(),
+            "the body was not sent ({error}), yet the server answered with a body or \
+             trailers: {raw:?}"
+        );
+        raw.body_sent = false;
     }
+    raw
 }
 
 /// [`send`] over a fresh connection to `addr`.
@@ -178,6 +195,7 @@ pub async fn read_response(response: Response<RecvStream>) -> RawResponse {
         headers: parts.headers,
         data_frames,
         trailers,
+        body_sent: true,
     }
 }
 

@@ -244,6 +244,13 @@ fn main() {
         let cells = runtime.block_on(matrix::run(matrix_settings));
         matrix_report::print_tables(&cells);
         matrix_report::write(matrix_settings, &cells, &settings.matrix_json);
+        // A cell without a sample is a failed run, not a slow one: the tables
+        // and the JSON are written for a look at it, and the exit says so.
+        let failed = matrix::failed_cells(&cells);
+        if failed > 0 {
+            eprintln!("{failed} of {} matrix cells failed", cells.len());
+            std::process::exit(1);
+        }
         return;
     }
     let results = runtime.block_on(workload::run_all(&settings));

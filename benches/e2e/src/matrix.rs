@@ -400,6 +400,14 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
     cells
 }
 
+/// How many cells failed: a call failed, or no round gave a sample.
+pub fn failed_cells(cells: &[Cell]) -> usize {
+    cells
+        .iter()
+        .filter(|cell| cell.error.is_some() || cell.samples.is_empty())
+        .count()
+}
+
 fn shape_needs_full_service(shape: &Shape) -> bool {
     shape.compression.is_some() || shape.pace_micros > 0
 }
@@ -524,4 +532,30 @@ async fn run_cell(
         whole_p50: quantile(&whole, 0.5),
         whole_p99: quantile(&whole, 0.99),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cell(samples: usize, error: Option<&str>) -> Cell {
+        Cell {
+            section: Section::Matrix,
+            shape: shape(256, 16),
+            arm: MatrixArm::ALL[0],
+            concurrency: 1,
+            server_quota: None,
+            samples: vec![CellSample::default(); samples],
+            error: error.map(str::to_owned),
+        }
+    }
+
+    /// The matrix exits non-zero on these: a failed call, or no sample.
+    #[test]
+    fn failed_cells_are_errors_and_cells_without_samples() {
+        assert_eq!(failed_cells(&[cell(3, None), cell(1, None)]), 0);
+        assert_eq!(failed_cells(&[cell(3, None), cell(0, Some("reset"))]), 1);
+        assert_eq!(failed_cells(&[cell(2, Some("reset after a sample"))]), 1);
+        assert_eq!(failed_cells(&[cell(0, None), cell(0, Some("x"))]), 2);
+    }
 }

@@ -56,6 +56,16 @@ pub fn zeros(size: usize) -> bytes::Bytes {
     bytes::Bytes::from(vec![0u8; size])
 }
 
+/// timeout_on_sleeping_server's failure when no status came within
+/// [`crate::spec::DEADLINE_GUARD`].
+pub fn deadline_not_enforced() -> String {
+    format!(
+        "no status {:?} after a {:?} deadline: neither client nor server enforced it",
+        crate::spec::DEADLINE_GUARD,
+        crate::spec::SLEEPING_SERVER_DEADLINE
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use futures::StreamExt;

@@ -62,6 +62,10 @@ pub const COMPRESSED_STREAMING_SIZES: [usize; 2] = [27_182, 45_904];
 pub const SERVER_COMPRESSED_SIZES: [i32; 2] = [31_415, 92_653];
 /// The deadline of timeout_on_sleeping_server.
 pub const SLEEPING_SERVER_DEADLINE: Duration = Duration::from_millis(1);
+/// How long timeout_on_sleeping_server waits for the call's deadline to
+/// end it: nothing else can (the request stream stays open), so no status
+/// by then means nobody enforced the deadline, a FAIL.
+pub const DEADLINE_GUARD: Duration = Duration::from_secs(5);
 
 /// How long one client case may take before it fails: the cases are
 /// small, so this only turns a hang into a clear failure.

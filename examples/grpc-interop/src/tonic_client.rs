@@ -17,7 +17,7 @@ use tonic::metadata::{BinaryMetadataValue, MetadataValue};
 use tonic::transport::{Channel, Endpoint};
 use tonic::{Code, Request, Status};
 
-use crate::client_support::{SignalFirstPoll, check_zeros, zeros};
+use crate::client_support::{SignalFirstPoll, check_zeros, deadline_not_enforced, zeros};
 use crate::report::{ClientArgs, Report, ensure};
 use crate::spec::*;
 use crate::tonic_gen::test_service_client::TestServiceClient;
@@ -455,9 +455,10 @@ async fn timeout_on_sleeping_server(c: &Clients) -> Result<(), String> {
         while responses.message().await?.is_some() {}
         Ok::<(), Status>(())
     };
-    let outcome = match tokio::time::timeout(SLEEPING_SERVER_DEADLINE, call).await {
-        // The client's own deadline: what every gRPC client enforces.
-        Err(_elapsed) => return Ok(()),
+    // Only the call's deadline may end it, on either side; this test's own
+    // timer firing means nothing did.
+    let outcome = match tokio::time::timeout(DEADLINE_GUARD, call).await {
+        Err(_elapsed) => return Err(deadline_not_enforced()),
         Ok(outcome) => outcome,
     };
     drop(requests);
@@ -465,8 +466,10 @@ async fn timeout_on_sleeping_server(c: &Clients) -> Result<(), String> {
         Ok(()) => Err("the call ended OK, expected DEADLINE_EXCEEDED".to_owned()),
         Err(status) if status.code() == Code::DeadlineExceeded => Ok(()),
         // tonic's channel enforces `grpc-timeout` on the response headers
-        // and reports its own expiry as CANCELLED "Timeout expired"
-        // (tonic::TimeoutExpired): that too is the deadline firing.
+        // only, and reports its own expiry as CANCELLED "Timeout expired"
+        // (tonic::TimeoutExpired): the call's deadline firing in tonic's
+        // client when the server's headers are late. (On loopback the
+        // headers come first and the server's DEADLINE_EXCEEDED ends it.)
         Err(status)
             if status.code() == Code::Cancelled && status.message() == "Timeout expired" =>
         {

@@ -15,6 +15,7 @@ use tonic::codec::CompressionEncoding;
 use tonic::transport::Server;
 use tonic::{Code, Request, Response, Status};
 
+use crate::deadline::{parse_grpc_timeout, until_deadline};
 use crate::echo_metadata::TonicEchoLayer;
 use crate::spec::{MAX_HALF_DUPLEX_REQUESTS, NOT_COMPRESSED, request_compressed, zeros};
 use crate::stats::{Held, StreamStats};
@@ -180,6 +181,11 @@ impl TestService for TonicTestService {
     ) -> Result<Response<ResponseStream>, Status> {
         let open = self.stats.open();
         let stats = self.stats.clone();
+        let timeout = request
+            .metadata()
+            .get("grpc-timeout")
+            .and_then(|value| value.to_str().ok())
+            .and_then(parse_grpc_timeout);
         let mut requests = request.into_inner();
         // As the reference servers: the first request is read before the
         // call answers, so a status it asks for fails the call itself
@@ -200,10 +206,11 @@ impl TestService for TonicTestService {
                 }
                 Err(status) => stream::iter([Err(status)]).boxed(),
             });
+        let responses = until_deadline(until_error(responses), timeout, || {
+            Status::deadline_exceeded("Deadline Exceeded")
+        });
         // The guard lives as long as the response stream does.
-        Ok(Response::new(
-            Held::new(until_error(responses), open).boxed(),
-        ))
+        Ok(Response::new(Held::new(responses, open).boxed()))
     }
 
     type HalfDuplexCallStream = ResponseStream;

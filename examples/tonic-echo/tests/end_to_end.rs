@@ -117,7 +117,9 @@ async fn a_response_count_of_zero_means_one_response() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_oversized_response_size_is_refused_before_allocating() {
+async fn an_oversized_response_size_is_resource_exhausted() {
+    // What the server allocates meanwhile: memory.rs's
+    // `an_oversized_response_size_is_refused_before_allocating`.
     let (addr, server) = start_server(false).await;
     let mut client = EchoClient::connect(addr, false, None).await.unwrap();
     let Err(status) = client
@@ -130,5 +132,13 @@ async fn an_oversized_response_size_is_refused_before_allocating() {
         panic!("an oversized response_size was accepted");
     };
     assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+    assert_eq!(
+        status.message(),
+        format!(
+            "response_size {} exceeds {}",
+            tonic_echo::MAX_RESPONSE_SIZE + 1,
+            tonic_echo::MAX_RESPONSE_SIZE
+        )
+    );
     server.abort();
 }

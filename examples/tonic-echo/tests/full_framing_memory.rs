@@ -2,7 +2,8 @@
 //! heap; server and raw HTTP/2 client in one process): open streams that
 //! each echoed one 1 MiB message and then sit idle keep nothing of it, where
 //! stock tonic keeps its read and write buffers at that size. (What a kept
-//! field retains is in the crate's `tests/tonic_full_memory.rs`.)
+//! field retains with the full framing is `memory.rs`'s
+//! `kept_fields_retain_only_themselves_with_the_full_framing`, next to this file.)
 
 #[path = "support/raw.rs"]
 mod raw;

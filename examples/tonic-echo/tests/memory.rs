@@ -351,3 +351,31 @@ fn tonics_own_read_buffer_keeps_its_high_water_mark_whatever_the_codec() {
     assert!(adapter >= MIB as isize);
     assert!(stock >= MIB as isize);
 }
+
+/// The Echo service refuses a `response_size` above its limit before it
+/// allocates anything of that size: the call fails at once, and were it a
+/// stream, its first poll (where a response's payload is allocated) is
+/// measured too.
+#[test]
+fn an_oversized_response_size_is_refused_before_allocating() {
+    let rt = runtime();
+    let request = tonic_echo::adapter::EchoRequest {
+        response_size: tonic_echo::MAX_RESPONSE_SIZE + 1,
+        ..Default::default()
+    };
+    let (outcome, usage) = measure(|| {
+        tonic_echo::server_stream(&request, None)
+            .map(|mut responses| rt.block_on(responses.next()).map(|first| first.is_ok()))
+    });
+    eprintln!("oversized response_size: {usage:?}");
+    let Err(status) = outcome else {
+        panic!("an oversized response_size was accepted: first response {outcome:?}");
+    };
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    // The status and its message; nothing near the 4 MiB asked for.
+    assert!(
+        usage.peak < 4 * 1024,
+        "refusing took {} bytes at peak ({usage:?})",
+        usage.peak
+    );
+}

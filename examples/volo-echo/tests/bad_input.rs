@@ -62,8 +62,12 @@ fn zstd(data: &[u8]) -> Vec<u8> {
 }
 
 /// Sends `body` with `headers` to every decoding method; each answer must
-/// carry `status`, with a message for which `message_ok` holds. Then the
-/// server must still serve ordinary calls.
+/// carry `status`, with a message for which `message_ok` holds. A status
+/// about the body must have had the body (only an encoding refusal,
+/// `unimplemented`, comes from the headers alone), and the control, the
+/// same call with a well-formed body, must succeed: so the status came from
+/// reading this body, not from the headers or a server that fails
+/// everything. Then the server must still serve ordinary calls.
 async fn expect(
     server: &Running,
     case: &str,
@@ -85,6 +89,19 @@ async fn expect(
             message_ok(&message),
             "{case}, {method}: message {message:?}"
         );
+        if status != UNIMPLEMENTED {
+            assert!(
+                response.body_sent,
+                "{case}, {method}: answered before the body went out: {response:?}"
+            );
+            let control = envelope(false, &echo_request(10));
+            let response = raw_call(server.addr, method, headers, control).await;
+            assert_eq!(
+                response.grpc_status(),
+                Some(0),
+                "{case}, {method}: the same call with a well-formed body: {response:?}"
+            );
+        }
     }
     let client = volo_echo::stock::client(server.addr, None);
     for rpc in [Rpc::Unary, Rpc::ClientStream] {

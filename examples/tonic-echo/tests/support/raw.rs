@@ -35,6 +35,8 @@ pub struct Reply {
     pub data: Vec<u8>,
     /// The response headers, with the trailers added.
     pub metadata: HeaderMap,
+    /// Whether the request body went out (`RawResponse::body_sent`).
+    pub body_sent: bool,
 }
 
 impl Reply {
@@ -62,6 +64,7 @@ impl From<test_support::raw_h2::RawResponse> for Reply {
             status,
             data: raw.body(),
             metadata,
+            body_sent: raw.body_sent,
         }
     }
 }
