@@ -68,6 +68,18 @@ const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPu
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
 );
 
+/// Decodes a binary (`-bin`) metadata value: base64, padded or not, and
+/// several values joined by `,` as some peers send them.
+#[cfg_attr(not(feature = "volo"), allow(dead_code))]
+pub(crate) fn decode_binary_header(value: &[u8]) -> Result<Vec<u8>, base64::DecodeError> {
+    let mut decoded = Vec::with_capacity(value.len() / 4 * 3 + 3);
+    for part in value.split(|&b| b == b',') {
+        let part = part.trim_ascii();
+        BASE64_LENIENT.decode_vec(part, &mut decoded)?;
+    }
+    Ok(decoded)
+}
+
 /// The gRPC status codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]

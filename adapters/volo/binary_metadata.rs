@@ -76,7 +76,7 @@ where
 
 /// Removes every `-bin` entry from `headers` and returns them, all values
 /// of each.
-fn take_binary(headers: &mut HeaderMap) -> HeaderMap {
+pub(super) fn take_binary(headers: &mut HeaderMap) -> HeaderMap {
     let names: Vec<HeaderName> = headers
         .keys()
         .filter(|name| name.as_str().ends_with("-bin"))
