@@ -57,9 +57,10 @@ use volo_grpc::context::ClientContext;
 use volo_grpc::transport::ClientTransport;
 use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
+use super::binary_metadata;
 use super::client_compression::with_response_headers;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
-use crate::status::{Code, Status, decode_binary_header};
+use crate::status::{Code, Status};
 
 /// volo-grpc's `ClientBuilder` as generated clients get it after the
 /// [build hook](super::build): the same methods, and a transport that no
@@ -482,15 +483,11 @@ where
 /// Takes every `-bin` header out of `headers`; one whose value is not
 /// base64 fails the call with `internal`, as grpc-go does.
 fn take_binary(headers: &mut HeaderMap) -> Result<HeaderMap, Status> {
-    let binary = super::binary_metadata::take_binary(headers);
-    for (name, value) in &binary {
-        if decode_binary_header(value.as_bytes()).is_err() {
-            return Err(Status::internal(format!(
-                "malformed binary metadata: {name} is not base64"
-            )));
-        }
+    let binary = binary_metadata::take_binary(headers);
+    match binary_metadata::first_malformed(&binary) {
+        Some(name) => Err(Status::internal(binary_metadata::malformed_message(&name))),
+        None => Ok(binary),
     }
-    Ok(binary)
 }
 
 fn uri(target: &Address, path: &str) -> Result<http::Uri, Status> {
