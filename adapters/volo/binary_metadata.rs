@@ -17,7 +17,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
-use crate::status::{Code, decode_binary_header};
+use crate::status::{Code, decode_binary_header, first_malformed_binary, malformed_binary_message};
 
 /// A request's binary metadata, in the request's extensions after
 /// [`BinaryMetadataLayer`] took it out of the headers. Every value is valid
@@ -144,15 +144,12 @@ where
 
 /// The name of the first entry of `binary` whose value is not base64.
 pub(super) fn first_malformed(binary: &HeaderMap) -> Option<HeaderName> {
-    binary
-        .iter()
-        .find(|(_, value)| decode_binary_header(value.as_bytes()).is_err())
-        .map(|(name, _)| name.clone())
+    first_malformed_binary(binary).cloned()
 }
 
 /// The message of a refused binary header (grpc-go's wording).
 pub(super) fn malformed_message(name: &HeaderName) -> String {
-    format!("malformed binary metadata in header {name:?}: not base64")
+    malformed_binary_message(name)
 }
 
 /// A trailers-only `internal` response for a request whose binary header

@@ -118,14 +118,16 @@ async fn binary_metadata_goes_both_ways_between_adapter_client_and_server() {
     assert_eq!(&response.into_inner().payload[..], b"hi");
 }
 
-/// What the adapter's client made of one scripted response, on `Unary` and
-/// `ServerStream`.
-async fn client_outcomes(
-    script: Script,
-) -> (
+/// What the adapter's client made of one scripted response: the `Unary`
+/// call's result, and `ServerStream`'s (messages, then the status it ended
+/// with if not OK).
+type Outcome = (
     Result<volo_grpc::Response<adapter::EchoResponse>, volo_grpc::Status>,
     Result<(u32, Option<volo_grpc::Status>), CallError>,
-) {
+);
+
+/// The [`Outcome`] of one scripted response.
+async fn client_outcomes(script: Script) -> Outcome {
     let (addr, server) = serve_script(script).await;
     // As the README builds a client: no layer added.
     let client = adapter::client(addr, None);
@@ -136,12 +138,7 @@ async fn client_outcomes(
 }
 
 /// The status a call failed with, from either shape of outcome.
-fn failed(
-    outcome: &(
-        Result<volo_grpc::Response<adapter::EchoResponse>, volo_grpc::Status>,
-        Result<(u32, Option<volo_grpc::Status>), CallError>,
-    ),
-) -> [Option<(volo_grpc::Code, String)>; 2] {
+fn failed(outcome: &Outcome) -> [Option<(volo_grpc::Code, String)>; 2] {
     let status = |status: &volo_grpc::Status| (status.code(), status.message().to_owned());
     let unary = outcome.0.as_ref().err().map(status);
     let stream = match &outcome.1 {
