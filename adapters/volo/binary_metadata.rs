@@ -58,7 +58,9 @@ impl BinaryMetadata {
 /// such requests are served instead of killing the stream's task. A request
 /// with a binary header that is not base64 is answered `internal`
 /// ("malformed binary metadata", as grpc-go answers it) without reaching the
-/// service. Responses are not touched.
+/// service, and so is one whose `grpc-timeout` is not 1 to 8 digits and a
+/// unit (volo-grpc's opt-in server `TimeoutLayer` overflows on longer ones).
+/// Responses are not touched.
 ///
 /// ```no_run
 /// use grpc_stream_codec::volo::BinaryMetadataLayer;
@@ -96,6 +98,18 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        // volo-grpc's opt-in server `TimeoutLayer` multiplies the value
+        // unchecked (an overflow panic with overflow checks on); the spec
+        // allows at most 8 digits, and grpc-go refuses anything else.
+        if req
+            .headers()
+            .get(GRPC_TIMEOUT)
+            .is_some_and(|value| !valid_timeout(value.as_bytes()))
+        {
+            return BinaryMetadataFuture::Refused {
+                response: Some(refusal("malformed grpc-timeout".to_owned())),
+            };
+        }
         let binary = take_binary(req.headers_mut());
         if let Some(name) = first_malformed(&binary) {
             return BinaryMetadataFuture::Refused {
@@ -152,16 +166,35 @@ pub(super) fn malformed_message(name: &HeaderName) -> String {
     malformed_binary_message(name)
 }
 
+const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// `grpc-timeout` as the spec writes it: 1 to 8 digits and a unit.
+fn valid_timeout(value: &[u8]) -> bool {
+    match value.split_last() {
+        Some((unit, digits)) => {
+            b"HMSmun".contains(unit)
+                && (1..=8).contains(&digits.len())
+                && digits.iter().all(u8::is_ascii_digit)
+        }
+        None => false,
+    }
+}
+
 /// A trailers-only `internal` response for a request whose binary header
 /// `name` is not base64.
 fn malformed(name: &HeaderName) -> http::Response<BoxBody> {
+    refusal(malformed_message(name))
+}
+
+/// A trailers-only `internal` response with `message`.
+fn refusal(message: String) -> http::Response<BoxBody> {
     let mut response = http::Response::new(volo_grpc::body::empty_body());
     let headers = response.headers_mut();
     headers.insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),
     );
-    crate::status::Status::new(Code::Internal, malformed_message(name)).write_headers(headers);
+    crate::status::Status::new(Code::Internal, message).write_headers(headers);
     response
 }
 
@@ -271,6 +304,35 @@ mod tests {
             .body(())
             .unwrap();
         assert!(seen(&call(req)).1.is_none());
+    }
+
+    #[test]
+    fn a_grpc_timeout_outside_the_spec_is_refused() {
+        for (value, served) in [
+            ("1S", true),
+            ("99999999H", true),
+            ("100m", true),
+            ("999999999H", false),
+            ("18446744073709551615H", false),
+            ("1", false),
+            ("S", false),
+            ("1x", false),
+            ("-1S", false),
+        ] {
+            let req = http::Request::builder()
+                .header("grpc-timeout", value)
+                .body(())
+                .unwrap();
+            let response = call(req);
+            assert_eq!(
+                response.extensions().get::<SeenRequest>().is_some(),
+                served,
+                "{value}"
+            );
+            if !served {
+                assert_eq!(response.headers()["grpc-status"], "13", "{value}");
+            }
+        }
     }
 
     #[test]

@@ -78,13 +78,21 @@
 //! not have the calls it expects, rather than leaving a service on the stock
 //! path without saying so.
 //!
-//! # Binary metadata
+//! # Peer input that panics volo-grpc 0.12.2
 //!
-//! volo-grpc 0.12.2's server panics on any request with binary (`-bin`)
-//! metadata, which other gRPC clients send freely; a server that may get
-//! such requests adds `Server::new().layer_tower(BinaryMetadataLayer)`
-//! ([`BinaryMetadataLayer`]), which moves those entries into a
-//! [`BinaryMetadata`] request extension first.
+//! - Server: volo-grpc's metadata scan panics (`unreachable!()`,
+//!   `server/meta.rs`) on any request with binary (`-bin`) metadata, which
+//!   other gRPC clients send freely, before any generated code runs. A
+//!   server adds `Server::new().layer_tower(BinaryMetadataLayer)`
+//!   ([`BinaryMetadataLayer`]): valid entries move into a [`BinaryMetadata`]
+//!   request extension (decoded by [`BinaryMetadata::get_bin`]), a value
+//!   that is not base64 is answered `internal`. This is the one guard the
+//!   adapter cannot install itself: volo-grpc's `Server` is not generated.
+//! - Client: binary response headers (`unreachable!()`, `client/meta.rs`)
+//!   and a trailers-only response with an invalid `grpc-status-details-bin`
+//!   (`.expect`, `status.rs`). Clients generated through the hook are
+//!   shielded by construction: their [`ClientBuilder`] reads the response
+//!   headers first ([`client`]).
 //!
 //! # Deflate with other gRPC implementations
 //!
