@@ -28,6 +28,13 @@
 //!
 //! and otherwise does what volo-grpc's does (same HTTP/2 settings, timeouts,
 //! compression headers, and volo-grpc's own metadata service around it).
+//!
+//! Limits: it dials IP addresses only (a Unix-socket `Address` fails the
+//! call with `unimplemented`); TLS is not forwarded
+//! ([`ClientBuilder::into_volo`] gives volo-grpc's builder back); settings are
+//! taken from the builder, so a `CallOpt` that changes a call's compression
+//! or connect/read/write timeouts is not seen (volo-grpc keeps those fields
+//! private).
 
 use std::future::Future;
 use std::io;
@@ -220,6 +227,15 @@ impl<IL, OL, C, LB, T, U> ClientBuilder<IL, OL, C, LB, T, U> {
     pub fn caller_name(mut self, name: impl AsRef<str>) -> Self {
         self.inner = self.inner.caller_name(name);
         self
+    }
+
+    /// volo-grpc's own builder, for what this one does not forward (e.g.
+    /// `tls_config` when volo-grpc's TLS feature is on): the client it
+    /// builds runs on volo-grpc's transport, with the panics and the
+    /// trailers-only gap this module's transport closes (add
+    /// [`ClientCompressionLayer`](super::ClientCompressionLayer) there).
+    pub fn into_volo(self) -> volo_grpc::client::ClientBuilder<IL, OL, C, LB, T, U> {
+        self.inner
     }
 
     /// volo-grpc's `address`: the client skips discovery and load balancing.
