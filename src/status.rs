@@ -68,6 +68,37 @@ const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPu
         .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
 );
 
+/// The name of the first binary (`-bin`) entry of `headers` whose value is
+/// not base64: such a request or response is refused with `internal`, as
+/// grpc-go refuses it ([`malformed_binary_message`]).
+#[cfg_attr(not(any(feature = "volo", feature = "tonic")), allow(dead_code))]
+pub(crate) fn first_malformed_binary(headers: &HeaderMap) -> Option<&http::HeaderName> {
+    headers
+        .iter()
+        .find(|(name, value)| {
+            name.as_str().ends_with("-bin") && decode_binary_header(value.as_bytes()).is_err()
+        })
+        .map(|(name, _)| name)
+}
+
+/// The message of a refused binary entry (grpc-go's wording).
+#[cfg_attr(not(any(feature = "volo", feature = "tonic")), allow(dead_code))]
+pub(crate) fn malformed_binary_message(name: &http::HeaderName) -> String {
+    format!("malformed binary metadata in header {name:?}: not base64")
+}
+
+/// Decodes a binary (`-bin`) metadata value: base64, padded or not, and
+/// several values joined by `,` as some peers send them.
+#[cfg_attr(not(any(feature = "volo", feature = "tonic")), allow(dead_code))]
+pub(crate) fn decode_binary_header(value: &[u8]) -> Result<Vec<u8>, base64::DecodeError> {
+    let mut decoded = Vec::with_capacity(value.len() / 4 * 3 + 3);
+    for part in value.split(|&b| b == b',') {
+        let part = part.trim_ascii();
+        BASE64_LENIENT.decode_vec(part, &mut decoded)?;
+    }
+    Ok(decoded)
+}
+
 /// The gRPC status codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]

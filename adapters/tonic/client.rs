@@ -32,6 +32,7 @@ use crate::compression::{
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
 use crate::status::Code;
+use crate::status::{first_malformed_binary, malformed_binary_message};
 
 /// Request headers that belong to the framing, never to the caller's
 /// metadata (the ones tonic drops too).
@@ -221,6 +222,11 @@ impl<T> Grpc<T> {
         {
             // A trailers-only error answers the call itself, as in tonic.
             return Err(status.into());
+        }
+        // Binary response metadata that is not base64: refused, as grpc-go
+        // refuses it (tonic would hand it on as sent).
+        if let Some(name) = first_malformed_binary(&parts.headers) {
+            return Err(Status::internal(malformed_binary_message(name)).into());
         }
         let messages =
             Streaming::new_response(parts.status, &parts.headers, bytes_body(body), self.limits)

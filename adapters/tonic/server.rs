@@ -38,6 +38,7 @@ use super::streaming::Streaming;
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
+use crate::status::{first_malformed_binary, malformed_binary_message};
 
 static BATCH_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_BATCH_THRESHOLD);
 
@@ -338,6 +339,11 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError>,
     {
+        // tonic hands binary metadata to handlers as sent; one that is not
+        // base64 is refused here, as grpc-go refuses it.
+        if let Some(name) = first_malformed_binary(req.headers()) {
+            return Err(tonic::Status::internal(malformed_binary_message(name)));
+        }
         let encoding = negotiate_received(req.headers(), self.accept)?;
         let (parts, body) = req.into_parts();
         let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)

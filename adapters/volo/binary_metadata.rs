@@ -2,33 +2,65 @@
 //!
 //! volo-grpc 0.12.2's server panics (`unreachable!()` in `server/meta.rs`,
 //! where it scans request metadata for its own prefixes) on any request that
-//! carries binary metadata: the task serving the stream dies and the peer
-//! sees `RST_STREAM(CANCEL)`. Other gRPC clients send binary metadata freely
-//! (tracing contexts, grpc's interop `custom_metadata` case).
+//! carries binary metadata, valid or not: the task serving the stream dies
+//! and the peer sees `RST_STREAM` with no status; under `panic = "abort"`
+//! the process dies. Other gRPC clients send binary metadata freely (tracing
+//! contexts, grpc's interop `custom_metadata` case). The scan runs before
+//! the router, so no generated code can step in: the server needs
+//! [`BinaryMetadataLayer`] in front of it (`layer_tower`).
 
+use std::future::Future;
+use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use http::{HeaderMap, HeaderName};
+use http::{HeaderMap, HeaderName, HeaderValue};
+use pin_project_lite::pin_project;
+use volo_grpc::body::BoxBody;
 
-/// A request's binary metadata, as sent (values still base64), in the
-/// request's extensions after [`BinaryMetadataLayer`] took it out of the
-/// headers.
+use crate::status::{Code, decode_binary_header, first_malformed_binary, malformed_binary_message};
+
+/// A request's binary metadata, in the request's extensions after
+/// [`BinaryMetadataLayer`] took it out of the headers. Every value is valid
+/// base64 (the layer refuses a request with any other): the map holds the
+/// values as sent, [`get_bin`](Self::get_bin) and
+/// [`get_all_bin`](Self::get_all_bin) decode them.
 ///
 /// ```no_run
 /// use grpc_stream_codec::volo::BinaryMetadata;
 ///
-/// fn trace_context<T>(req: &volo_grpc::Request<T>) -> Option<&http::HeaderValue> {
-///     let BinaryMetadata(binary) = req.extensions().get()?;
-///     binary.get("x-trace-bin")
+/// fn trace_context<T>(req: &volo_grpc::Request<T>) -> Option<Vec<u8>> {
+///     req.extensions().get::<BinaryMetadata>()?.get_bin("x-trace-bin")
 /// }
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct BinaryMetadata(pub HeaderMap);
 
+impl BinaryMetadata {
+    /// The decoded bytes of the first value of `name`.
+    pub fn get_bin(&self, name: &str) -> Option<Vec<u8>> {
+        let value = self.0.get(name)?;
+        decode_binary_header(value.as_bytes()).ok()
+    }
+
+    /// The decoded bytes of every value of `name`, in the order sent.
+    pub fn get_all_bin(&self, name: &str) -> Vec<Vec<u8>> {
+        self.0
+            .get_all(name)
+            .iter()
+            .filter_map(|value| decode_binary_header(value.as_bytes()).ok())
+            .collect()
+    }
+}
+
 /// A tower layer for volo-grpc servers, in front of volo-grpc's metadata
-/// scan, that moves every `-bin` request header into a [`BinaryMetadata`]
-/// request extension, so such requests are served instead of killing the
-/// stream's task. Responses are not touched.
+/// scan (`Server::new().layer_tower(BinaryMetadataLayer)`), that moves every
+/// `-bin` request header into a [`BinaryMetadata`] request extension, so
+/// such requests are served instead of killing the stream's task. A request
+/// with a binary header that is not base64 is answered `internal`
+/// ("malformed binary metadata", as grpc-go answers it) without reaching the
+/// service, and so is one whose `grpc-timeout` is not 1 to 8 digits and a
+/// unit (volo-grpc's opt-in server `TimeoutLayer` overflows on longer ones).
+/// Responses are not touched.
 ///
 /// ```no_run
 /// use grpc_stream_codec::volo::BinaryMetadataLayer;
@@ -55,28 +87,120 @@ pub struct BinaryMetadataService<S> {
 
 impl<S, B> tower_service::Service<http::Request<B>> for BinaryMetadataService<S>
 where
-    S: tower_service::Service<http::Request<B>>,
+    S: tower_service::Service<http::Request<B>, Response = http::Response<BoxBody>>,
 {
-    type Response = S::Response;
+    type Response = http::Response<BoxBody>;
     type Error = S::Error;
-    type Future = S::Future;
+    type Future = BinaryMetadataFuture<S::Future>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: http::Request<B>) -> S::Future {
+    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+        // volo-grpc's opt-in server `TimeoutLayer` multiplies the value
+        // unchecked (an overflow panic with overflow checks on); the spec
+        // allows at most 8 digits, and grpc-go refuses anything else.
+        if req
+            .headers()
+            .get(GRPC_TIMEOUT)
+            .is_some_and(|value| !valid_timeout(value.as_bytes()))
+        {
+            return BinaryMetadataFuture::Refused {
+                response: Some(refusal("malformed grpc-timeout".to_owned())),
+            };
+        }
         let binary = take_binary(req.headers_mut());
+        if let Some(name) = first_malformed(&binary) {
+            return BinaryMetadataFuture::Refused {
+                response: Some(malformed(&name)),
+            };
+        }
         if !binary.is_empty() {
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
-        self.inner.call(req)
+        BinaryMetadataFuture::Inner {
+            inner: self.inner.call(req),
+        }
     }
+}
+
+pin_project! {
+    /// The future of [`BinaryMetadataService`]: the service's, or the
+    /// refusal of a request with malformed binary metadata.
+    #[project = Projected]
+    pub enum BinaryMetadataFuture<F> {
+        /// The inner service's future.
+        Inner { #[pin] inner: F },
+        /// The `internal` answer, taken on the first poll.
+        Refused { response: Option<http::Response<BoxBody>> },
+    }
+}
+
+impl<F, E> Future for BinaryMetadataFuture<F>
+where
+    F: Future<Output = Result<http::Response<BoxBody>, E>>,
+{
+    type Output = Result<http::Response<BoxBody>, E>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        match self.project() {
+            Projected::Inner { inner } => inner.poll(cx),
+            Projected::Refused { response } => match response.take() {
+                Some(response) => Poll::Ready(Ok(response)),
+                // Polled again after it was ready: a broken caller; answer
+                // the same rather than panic.
+                None => Poll::Ready(Ok(malformed(&HeaderName::from_static("x-bin")))),
+            },
+        }
+    }
+}
+
+/// The name of the first entry of `binary` whose value is not base64.
+pub(super) fn first_malformed(binary: &HeaderMap) -> Option<HeaderName> {
+    first_malformed_binary(binary).cloned()
+}
+
+/// The message of a refused binary header (grpc-go's wording).
+pub(super) fn malformed_message(name: &HeaderName) -> String {
+    malformed_binary_message(name)
+}
+
+const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// `grpc-timeout` as the spec writes it: 1 to 8 digits and a unit.
+fn valid_timeout(value: &[u8]) -> bool {
+    match value.split_last() {
+        Some((unit, digits)) => {
+            b"HMSmun".contains(unit)
+                && (1..=8).contains(&digits.len())
+                && digits.iter().all(u8::is_ascii_digit)
+        }
+        None => false,
+    }
+}
+
+/// A trailers-only `internal` response for a request whose binary header
+/// `name` is not base64.
+fn malformed(name: &HeaderName) -> http::Response<BoxBody> {
+    refusal(malformed_message(name))
+}
+
+/// A trailers-only `internal` response with `message`.
+fn refusal(message: String) -> http::Response<BoxBody> {
+    let mut response = http::Response::new(volo_grpc::body::empty_body());
+    let headers = response.headers_mut();
+    headers.insert(
+        http::header::CONTENT_TYPE,
+        HeaderValue::from_static("application/grpc"),
+    );
+    crate::status::Status::new(Code::Internal, message).write_headers(headers);
+    response
 }
 
 /// Removes every `-bin` entry from `headers` and returns them, all values
 /// of each.
-fn take_binary(headers: &mut HeaderMap) -> HeaderMap {
+pub(super) fn take_binary(headers: &mut HeaderMap) -> HeaderMap {
     let names: Vec<HeaderName> = headers
         .keys()
         .filter(|name| name.as_str().ends_with("-bin"))
@@ -116,14 +240,22 @@ mod tests {
         assert_eq!(binary.len(), 2);
         assert!(!headers.contains_key("a-bin"));
         assert_eq!(headers.len(), 2);
+        let binary = BinaryMetadata(binary);
+        assert_eq!(binary.get_bin("a-bin"), Some(vec![1]));
+        assert_eq!(binary.get_all_bin("a-bin"), [vec![1], vec![2]]);
+        assert_eq!(binary.get_bin("b-bin"), None);
     }
 
-    /// What the inner service saw of a request.
+    /// What the inner service saw of a request, in its response's
+    /// extensions.
     #[derive(Clone)]
     struct Seen;
 
+    #[derive(Clone)]
+    struct SeenRequest(HeaderMap, Option<BinaryMetadata>);
+
     impl Service<http::Request<()>> for Seen {
-        type Response = (HeaderMap, Option<BinaryMetadata>);
+        type Response = http::Response<BoxBody>;
         type Error = Infallible;
         type Future = Ready<Result<Self::Response, Infallible>>;
 
@@ -133,33 +265,93 @@ mod tests {
 
         fn call(&mut self, req: http::Request<()>) -> Self::Future {
             let binary = req.extensions().get::<BinaryMetadata>().cloned();
-            ready(Ok((req.headers().clone(), binary)))
+            let mut response = http::Response::new(volo_grpc::body::empty_body());
+            response
+                .extensions_mut()
+                .insert(SeenRequest(req.headers().clone(), binary));
+            ready(Ok(response))
         }
+    }
+
+    fn call(req: http::Request<()>) -> http::Response<BoxBody> {
+        let mut service = BinaryMetadataLayer.layer(Seen);
+        futures_util::FutureExt::now_or_never(service.call(req))
+            .unwrap()
+            .unwrap()
+    }
+
+    fn seen(response: &http::Response<BoxBody>) -> SeenRequest {
+        response.extensions().get::<SeenRequest>().unwrap().clone()
     }
 
     #[test]
     fn the_inner_service_gets_the_entries_as_an_extension() {
-        let mut service = BinaryMetadataLayer.layer(Seen);
         let req = http::Request::builder()
             .header("x-trace-bin", "AQID")
             .header("x-plain", "1")
             .body(())
             .unwrap();
-        let (headers, binary) = futures_util::FutureExt::now_or_never(service.call(req))
-            .unwrap()
-            .unwrap();
+        let SeenRequest(headers, binary) = seen(&call(req));
         assert!(!headers.contains_key("x-trace-bin"));
         assert_eq!(headers["x-plain"], "1");
-        assert_eq!(binary.unwrap().0["x-trace-bin"], "AQID");
+        let binary = binary.unwrap();
+        assert_eq!(binary.0["x-trace-bin"], "AQID");
+        assert_eq!(binary.get_bin("x-trace-bin"), Some(vec![1, 2, 3]));
 
         // No binary entries: no extension.
         let req = http::Request::builder()
             .header("x-plain", "1")
             .body(())
             .unwrap();
-        let (_, binary) = futures_util::FutureExt::now_or_never(service.call(req))
-            .unwrap()
-            .unwrap();
-        assert!(binary.is_none());
+        assert!(seen(&call(req)).1.is_none());
+    }
+
+    #[test]
+    fn a_grpc_timeout_outside_the_spec_is_refused() {
+        for (value, served) in [
+            ("1S", true),
+            ("99999999H", true),
+            ("100m", true),
+            ("999999999H", false),
+            ("18446744073709551615H", false),
+            ("1", false),
+            ("S", false),
+            ("1x", false),
+            ("-1S", false),
+        ] {
+            let req = http::Request::builder()
+                .header("grpc-timeout", value)
+                .body(())
+                .unwrap();
+            let response = call(req);
+            assert_eq!(
+                response.extensions().get::<SeenRequest>().is_some(),
+                served,
+                "{value}"
+            );
+            if !served {
+                assert_eq!(response.headers()["grpc-status"], "13", "{value}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_malformed_entry_is_refused_with_internal_before_the_service() {
+        for value in ["%%not*base64%%", "AQ=x", "A"] {
+            let req = http::Request::builder()
+                .header("x-ok-bin", "AAEC")
+                .header("x-hostile-bin", value)
+                .body(())
+                .unwrap();
+            let response = call(req);
+            assert!(response.extensions().get::<SeenRequest>().is_none());
+            assert_eq!(response.status(), http::StatusCode::OK);
+            let headers = response.headers();
+            assert_eq!(headers["content-type"], "application/grpc");
+            assert_eq!(headers["grpc-status"], "13", "{value}");
+            let message = crate::status::decode_message(headers["grpc-message"].as_bytes());
+            assert!(message.contains("malformed binary metadata"), "{message}");
+            assert!(message.contains("x-hostile-bin"), "{message}");
+        }
     }
 }

@@ -30,6 +30,7 @@
 //! |--------------------------------------|----------------------------------------|
 //! | `::volo_grpc::codec::encode::encode` | `::grpc_stream_codec::volo::encode`     |
 //! | `::volo_grpc::RecvStream`            | `::grpc_stream_codec::volo::RecvStream` |
+//! | `::volo_grpc::client::ClientBuilder` | `::grpc_stream_codec::volo::ClientBuilder` |
 //!
 //! The second covers `RecvStream::new(..)` in `RecvEntryMessage::from_body`,
 //! the `*Recv` enum variants and the `Request<RecvStream<T>>` argument of
@@ -73,6 +74,13 @@ const RULES: &[Rule] = &[
     Rule {
         stock: &["volo_grpc", "RecvStream"],
         target: "::grpc_stream_codec::volo::RecvStream",
+        global_only: true,
+    },
+    // The generated `*ClientBuilder::new`: a client whose transport reads
+    // response headers without volo-grpc's panics (`volo::client`).
+    Rule {
+        stock: &["volo_grpc", "client", "ClientBuilder"],
+        target: "::grpc_stream_codec::volo::ClientBuilder",
         global_only: true,
     },
 ];

@@ -26,8 +26,11 @@
 //! the headers the adapter would see a response with no `grpc-status`. The
 //! headers reach the layer with the response, before anyone reads the
 //! stream, so the layer passes them on through the same slot as the
-//! encoding. A response stream made outside the layer cannot tell the two
-//! apart and fails, naming the layer, when its body ends without trailers.
+//! encoding. A client built by the hook's [`ClientBuilder`](super::ClientBuilder)
+//! gets the headers from its own transport the same way, layer or not; only
+//! a response stream made by volo-grpc's own transport outside the layer
+//! cannot tell the two apart, and fails, naming the layer, when its body
+//! ends without trailers.
 
 use std::cell::RefCell;
 use std::future::Future;
@@ -64,25 +67,12 @@ use crate::status::GRPC_STATUS;
 /// # let _ = layer;
 /// ```
 ///
-/// It also carries a *trailers-only* response's status (grpcio and grpc-go
-/// answer a call with no messages that way) to the adapter's response
-/// stream, which volo-grpc's transport gives only the body. Every adapter
-/// client should have the layer, so a client that compresses nothing adds
-/// `ClientCompressionLayer::default()`:
-///
-/// ```no_run
-/// use grpc_stream_codec::volo::ClientCompressionLayer;
-///
-/// let layer = ClientCompressionLayer::default();
-/// // EchoClientBuilder::new("echo").address(addr).layer_inner(layer).build()
-/// # let _ = layer;
-/// ```
-///
-/// Without it, an empty stream answered trailers-only fails with `internal`
-/// and a message naming this layer (never a silent `OK`: a response with no
-/// `grpc-status` at all stays an error with the layer too). Put it with
-/// `layer_inner`, or anywhere the transport's call is polled in the same
-/// task (a layer between them that spawns the call hides it).
+/// Clients generated through the build hook no longer need it for
+/// *trailers-only* responses (their transport hands the response headers
+/// to the stream, see [`ClientBuilder`](super::ClientBuilder));
+/// `ClientCompressionLayer::default()` on such a client changes nothing.
+/// Put it with `layer_inner`, or anywhere the transport's call is polled in
+/// the same task (a layer between them that spawns the call hides it).
 ///
 /// It only works with clients generated through the adapter's build hook
 /// (the stock codec does not know about it). If the builder also sets
@@ -239,6 +229,21 @@ pub(super) fn scoped_response_headers() -> Option<ResponseHeaders> {
             .as_ref()
             .and_then(|scope| scope.response.clone())
     })
+}
+
+/// Runs `make` (the generated `RecvEntryMessage::from_body`, which creates
+/// the response's `RecvStream`) with `headers` as the response headers the
+/// stream reads on its first poll; the enclosing scope's send compression,
+/// if any, stays.
+pub(super) fn with_response_headers<R>(headers: &HeaderMap, make: impl FnOnce() -> R) -> R {
+    let slot = ResponseHeaders::default();
+    slot.set(headers);
+    let mut scope = Some(CallScope {
+        send: scoped_send(),
+        response: Some(slot),
+    });
+    let _installed = Installed::swap(&mut scope);
+    make()
 }
 
 pin_project! {

@@ -53,14 +53,14 @@
 //!    `Stream<Item = Result<T, volo_grpc::Status>>` with `message()` and
 //!    `trailers()`, like volo-grpc's). Nothing else in the service changes.
 //!
-//! 4. Clients add one layer,
-//!    `.layer_inner(grpc_stream_codec::volo::ClientCompressionLayer::default())`
-//!    (or [`ClientCompressionLayer::new`] with compressions, see below). It
-//!    carries a *trailers-only* response's status (grpcio and grpc-go send
-//!    the status in the headers of a call with no messages) to the
-//!    adapter's stream, which volo-grpc gives only the body. Without it an
-//!    empty stream from those servers fails with `internal` and a message
-//!    naming the layer; every other call works as before.
+//! 4. Clients need nothing more. The hook also points the generated
+//!    `*ClientBuilder::new` at this module's [`ClientBuilder`]: volo-grpc's
+//!    builder, same methods, whose transport hands the response headers to
+//!    the adapter's stream (so a *trailers-only* `OK`, grpcio's and
+//!    grpc-go's answer to a call with no messages, ends the stream `OK`) and
+//!    reads them without volo-grpc's panics ([`client`]).
+//!    [`ClientCompressionLayer`] is only for compression under gRPC's names
+//!    (below).
 //!
 //! 5. Optionally, a [`LimitsLayer`] gives one server (`layer_front`) or one
 //!    client (`layer_inner`) its own receive and send limits;
@@ -78,13 +78,21 @@
 //! not have the calls it expects, rather than leaving a service on the stock
 //! path without saying so.
 //!
-//! # Binary metadata
+//! # Peer input that panics volo-grpc 0.12.2
 //!
-//! volo-grpc 0.12.2's server panics on any request with binary (`-bin`)
-//! metadata, which other gRPC clients send freely; a server that may get
-//! such requests adds `Server::new().layer_tower(BinaryMetadataLayer)`
-//! ([`BinaryMetadataLayer`]), which moves those entries into a
-//! [`BinaryMetadata`] request extension first.
+//! - Server: volo-grpc's metadata scan panics (`unreachable!()`,
+//!   `server/meta.rs`) on any request with binary (`-bin`) metadata, which
+//!   other gRPC clients send freely, before any generated code runs. A
+//!   server adds `Server::new().layer_tower(BinaryMetadataLayer)`
+//!   ([`BinaryMetadataLayer`]): valid entries move into a [`BinaryMetadata`]
+//!   request extension (decoded by [`BinaryMetadata::get_bin`]), a value
+//!   that is not base64 is answered `internal`. This is the one guard the
+//!   adapter cannot install itself: volo-grpc's `Server` is not generated.
+//! - Client: binary response headers (`unreachable!()`, `client/meta.rs`)
+//!   and a trailers-only response with an invalid `grpc-status-details-bin`
+//!   (`.expect`, `status.rs`). Clients generated through the hook are
+//!   shielded by construction: their [`ClientBuilder`] reads the response
+//!   headers first ([`client`]).
 //!
 //! # Deflate with other gRPC implementations
 //!
@@ -116,6 +124,8 @@ mod binary_metadata;
 #[cfg(feature = "volo")]
 mod budget;
 #[cfg(feature = "volo")]
+pub mod client;
+#[cfg(feature = "volo")]
 mod client_compression;
 #[cfg(feature = "volo")]
 mod compression;
@@ -138,6 +148,8 @@ mod trailers_only;
 pub use binary_metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
 #[cfg(feature = "volo")]
 pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
+#[cfg(feature = "volo")]
+pub use client::ClientBuilder;
 #[cfg(feature = "volo")]
 pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
 #[cfg(feature = "volo")]

@@ -258,3 +258,95 @@ async fn answer(
     }
     let _ = stream.send_trailers(trailers);
 }
+
+/// A scripted response for [`serve_script`]: exactly what a hostile or
+/// unusual server sends.
+#[derive(Clone, Debug, Default)]
+pub struct Script {
+    /// Response headers, after `content-type: application/grpc`.
+    pub headers: Vec<(&'static str, &'static str)>,
+    /// The body, sent as one DATA frame.
+    pub body: Option<Bytes>,
+    /// The trailers. With neither body nor trailers the headers end the
+    /// stream (a trailers-only response).
+    pub trailers: Option<Vec<(&'static str, &'static str)>>,
+}
+
+impl Script {
+    /// A trailers-only response with these headers.
+    pub fn trailers_only(headers: &[(&'static str, &'static str)]) -> Script {
+        Script {
+            headers: headers.to_vec(),
+            ..Script::default()
+        }
+    }
+
+    /// Headers, one body, trailers.
+    pub fn full(
+        headers: &[(&'static str, &'static str)],
+        body: &[u8],
+        trailers: &[(&'static str, &'static str)],
+    ) -> Script {
+        Script {
+            headers: headers.to_vec(),
+            body: Some(Bytes::copy_from_slice(body)),
+            trailers: Some(trailers.to_vec()),
+        }
+    }
+}
+
+/// A raw HTTP/2 server on 127.0.0.1 that reads each request to its end and
+/// answers it with `script`.
+pub async fn serve_script(script: Script) -> (SocketAddr, JoinHandle<()>) {
+    let listener = TcpListener::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .expect("bind 127.0.0.1:0");
+    let addr = listener.local_addr().expect("local address");
+    let server = tokio::spawn(async move {
+        while let Ok((tcp, _)) = listener.accept().await {
+            let script = script.clone();
+            tokio::spawn(async move {
+                let Ok(mut connection) = h2::server::handshake(tcp).await else {
+                    return;
+                };
+                while let Some(Ok((request, respond))) = connection.accept().await {
+                    tokio::spawn(answer_script(request.into_body(), respond, script.clone()));
+                }
+            });
+        }
+    });
+    (addr, server)
+}
+
+fn header_map(entries: &[(&'static str, &'static str)]) -> HeaderMap {
+    let mut map = HeaderMap::new();
+    for (name, value) in entries {
+        map.append(*name, HeaderValue::from_static(value));
+    }
+    map
+}
+
+async fn answer_script(
+    mut request: RecvStream,
+    mut respond: h2::server::SendResponse<Bytes>,
+    script: Script,
+) {
+    while let Some(Ok(chunk)) = request.data().await {
+        let _ = request.flow_control().release_capacity(chunk.len());
+    }
+    let mut response = Response::new(());
+    *response.headers_mut() = header_map(&script.headers);
+    response
+        .headers_mut()
+        .insert("content-type", HeaderValue::from_static("application/grpc"));
+    let end_on_headers = script.body.is_none() && script.trailers.is_none();
+    let Ok(mut stream) = respond.send_response(response, end_on_headers) else {
+        return;
+    };
+    if let Some(body) = script.body {
+        let _ = stream.send_data(body, script.trailers.is_none());
+    }
+    if let Some(trailers) = script.trailers {
+        let _ = stream.send_trailers(header_map(&trailers));
+    }
+}

@@ -152,8 +152,10 @@ fn stalled_streams_hold_no_more_heap_than_the_budget_allows() {
         .unwrap();
     let gated = runtime.block_on(arm(CAPACITY));
     let control = runtime.block_on(arm(UNGATED));
-    let windows = (CONNECTIONS * tonic_echo::BUDGET_CONNECTION_WINDOW as usize)
-        .min(STREAMS * tonic_echo::BUDGET_STREAM_WINDOW as usize);
+    // The windows the example server sets for its budget.
+    let set = grpc_stream_codec::budget::SharedBudget::new(CAPACITY)
+        .http2_windows(tonic_echo::BUDGET_STREAMS_PER_CONNECTION);
+    let windows = (CONNECTIONS * set.connection as usize).min(STREAMS * set.stream as usize);
     let allowed = CAPACITY + gated.message + windows + ALLOWANCE;
     let offered = STREAMS * gated.sent;
     eprintln!(

@@ -62,6 +62,21 @@ pub fn pace_for(metadata: &volo_grpc::metadata::MetadataMap) -> Option<std::time
         .map(std::time::Duration::from_micros)
 }
 
+/// Binary request metadata `Unary` sends back, decoded and re-encoded, as
+/// binary response metadata of the same name: how the tests see that a
+/// valid `-bin` request header reaches a handler (through
+/// `grpc_stream_codec::volo::BinaryMetadataLayer`, decoded) and a `-bin`
+/// response header reaches a client.
+pub const ECHO_BIN: &str = "x-echo-bin";
+
+/// The decoded value of a request's [`ECHO_BIN`] metadata, if the server's
+/// `BinaryMetadataLayer` passed one on.
+pub fn echo_bin<T>(req: &volo_grpc::Request<T>) -> Option<Vec<u8>> {
+    req.extensions()
+        .get::<grpc_stream_codec::volo::BinaryMetadata>()?
+        .get_bin(ECHO_BIN)
+}
+
 /// The largest `response_size` `ServerStream` honours: a gRPC peer's
 /// default receive limit, so no request makes the server allocate more per
 /// response than a client could take.
@@ -297,11 +312,19 @@ macro_rules! flavour {
                 &self,
                 req: Request<EchoRequest>,
             ) -> Result<Response<EchoResponse>, Status> {
+                let echo_bin = crate::echo_bin(&req);
                 let req = req.into_inner();
-                Ok(Response::new(EchoResponse {
+                let mut response = Response::new(EchoResponse {
                     payload: req.payload,
                     ..Default::default()
-                }))
+                });
+                if let Some(value) = echo_bin {
+                    response.metadata_mut().insert_bin(
+                        crate::ECHO_BIN,
+                        volo_grpc::metadata::MetadataValue::from_bytes(&value),
+                    );
+                }
+                Ok(response)
             }
 
             async fn server_stream(
@@ -419,6 +442,7 @@ macro_rules! flavour {
             let incoming = volo::net::incoming::DefaultIncoming::from(listener);
             if $deflate_names {
                 Server::new()
+                    .layer_tower(grpc_stream_codec::volo::BinaryMetadataLayer)
                     .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
                     .add_service(codec)
                     .run(incoming)
@@ -636,6 +660,7 @@ pub mod adapter {
         let incoming = volo::net::incoming::DefaultIncoming::from(listener);
         let windows = budget.http2_windows(crate::BUDGET_STREAMS_PER_CONNECTION);
         Server::new()
+            .layer_tower(grpc_stream_codec::volo::BinaryMetadataLayer)
             .http2_init_stream_window_size(windows.stream)
             .http2_init_connection_window_size(windows.connection)
             .http2_max_concurrent_streams(windows.max_concurrent_streams)

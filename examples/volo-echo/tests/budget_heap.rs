@@ -100,8 +100,10 @@ fn stalled_streams_hold_no_more_heap_than_the_budget_allows() {
     let gated = runtime.block_on(arm(CAPACITY));
     let control = runtime.block_on(arm(UNGATED));
     // What the peer may have in flight unread: HTTP/2 flow control.
-    let windows = (CONNECTIONS * volo_echo::BUDGET_CONNECTION_WINDOW as usize)
-        .min(STREAMS * volo_echo::BUDGET_STREAM_WINDOW as usize);
+    // The windows the example server sets for its budget.
+    let set = grpc_stream_codec::budget::SharedBudget::new(CAPACITY)
+        .http2_windows(volo_echo::BUDGET_STREAMS_PER_CONNECTION);
+    let windows = (CONNECTIONS * set.connection as usize).min(STREAMS * set.stream as usize);
     let allowed = CAPACITY + MESSAGE + windows + ALLOWANCE;
     let offered = STREAMS * gated.sent;
     eprintln!(
