@@ -327,8 +327,8 @@ async fn keeping_uploads(encoding: tonic::codec::CompressionEncoding) -> BudgetS
 /// peak from `BudgetStats` ≤ capacity + one message (compressed bytes and
 /// output room, each at most the receive limit) + ungated slabs. With the
 /// decompressed output charged but not gated (before issue 21, or with the
-/// grant in the assembler's `inflate_step` skipped) the peaks were 9.3 MiB
-/// (gzip) and 16.2 MiB (zstd) against this 5 MiB bound.
+/// grant in the assembler's `inflate_step` skipped) the peaks were 9.25 MiB
+/// (gzip) and 16.25 MiB (zstd) against this 5 MiB bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_uploads_that_keep_messages_stay_within_the_bound() {
     use grpc_stream_codec::decode::SLAB_SIZE;
