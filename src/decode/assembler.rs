@@ -593,11 +593,13 @@ impl EnvelopeAssembler {
     /// write at most `room` bytes, granted by the budget before it runs
     /// (the first [`SMALL_MESSAGE_MAX`] bytes excepted: output that small
     /// ends up in the ungated slab). The first room is what the compressed
-    /// data declares (zstd content size, gzip ISIZE, both believed only
-    /// within the limit) or, when it declares nothing, four times its
-    /// size; output that needs more doubles the room (at least to the
-    /// declared size) and decompresses again from the start, the whole
-    /// payload being at hand. Returns `Ok(None)` while the budget makes it
+    /// data declares (zstd content size, gzip ISIZE) or, when it declares
+    /// nothing, four times its size. A declared size past the whole budget
+    /// (within the limit) fails at once; one past the limit gets no grant,
+    /// and the decompressor refuses the output with the limit's text.
+    /// Output that needs more room doubles it (at least to the declared
+    /// size) and decompresses again from the start, the whole payload
+    /// being at hand. Returns `Ok(None)` while the budget makes it
     /// wait: the decompression context is given back meanwhile, so a
     /// waiting stream holds its compressed bytes and its grants only.
     ///
