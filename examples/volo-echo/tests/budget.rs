@@ -30,6 +30,7 @@ use test_support::process::ListeningProcess;
 use test_support::settle::settle;
 
 use grpc_stream_codec::budget::SharedBudget;
+use pilota::Bytes;
 use stall::{finish_all, open_stalled, request_wire, small_unary};
 use volo_echo::EchoService;
 
