@@ -78,19 +78,40 @@ impl Echo for EchoService {
 }
 // end snippet
 
-/// Serves [`EchoService`] on `listener` until the task is dropped.
-async fn serve(listener: tokio::net::TcpListener) -> Result<(), volo_grpc::BoxError> {
+/// Serves [`EchoService`] on `listener` until the task is dropped, with
+/// gzip, a receive limit and a receive budget.
+async fn serve(
+    listener: tokio::net::TcpListener,
+    budget: grpc_stream_codec::budget::SharedBudget,
+) -> Result<(), volo_grpc::BoxError> {
     // snippet server
     use grpc_stream_codec::Limits;
-    use grpc_stream_codec::volo::{DeflateNameLayer, LimitsLayer};
+    use grpc_stream_codec::volo::{
+        BinaryMetadataLayer, DeflateNameLayer, LimitsLayer, ReceiveBudgetLayer,
+    };
+    use volo_grpc::codec::compression::CompressionEncoding;
     use volo_grpc::server::{Server, ServiceBuilder};
 
-    let service = ServiceBuilder::new(EchoServer::new(EchoService)).build();
+    let service = ServiceBuilder::new(EchoServer::new(EchoService))
+        .send_compressions(vec![CompressionEncoding::Gzip(None)])
+        .accept_compressions(vec![CompressionEncoding::Gzip(None)])
+        .build();
+    // The HTTP/2 windows a budget needs: a stream that waits for memory
+    // leaves at most its stream window unread.
+    let windows = budget.http2_windows(64);
     Server::new()
+        // volo-grpc 0.12 panics on `-bin` request metadata: this layer reads
+        // it first (valid values for handlers, invalid ones INTERNAL).
+        .layer_tower(BinaryMetadataLayer)
         // deflate under gRPC's name, for grpcio, grpc-go and tonic peers.
         .layer_front(DeflateNameLayer)
         // This server's receive limit (else set_default_limits, 4 MiB).
         .layer_front(LimitsLayer::new(Limits::new().with_max_receive(16 << 20)))
+        // Every request stream counts against the budget.
+        .layer_front(ReceiveBudgetLayer::new(budget))
+        .http2_init_stream_window_size(windows.stream)
+        .http2_init_connection_window_size(windows.connection)
+        .http2_max_concurrent_streams(windows.max_concurrent_streams)
         .add_service(service)
         .run(volo::net::incoming::DefaultIncoming::from(listener))
         .await
@@ -101,12 +122,13 @@ async fn serve(listener: tokio::net::TcpListener) -> Result<(), volo_grpc::BoxEr
 fn client(addr: SocketAddr) -> EchoClient {
     // snippet client
     use grpc_stream_codec::Limits;
-    use grpc_stream_codec::volo::{ClientCompressionLayer, LimitsLayer};
+    use grpc_stream_codec::volo::LimitsLayer;
+    use volo_grpc::codec::compression::CompressionEncoding;
 
     EchoClientBuilder::new("echo")
         .address(addr)
-        // Every adapter client: grpcio's and grpc-go's trailers-only answers.
-        .layer_inner(ClientCompressionLayer::default())
+        .send_compressions(vec![CompressionEncoding::Gzip(None)])
+        .accept_compressions(vec![CompressionEncoding::Gzip(None)])
         // This client's own receive limit (else set_default_limits, 4 MiB).
         .layer_inner(LimitsLayer::new(Limits::new().with_max_receive(8 << 20)))
         .build()
@@ -121,7 +143,8 @@ fn check(ok: bool, what: &str) -> Result<(), Box<dyn Error>> {
 async fn main() -> Result<(), Box<dyn Error>> {
     let listener = tokio::net::TcpListener::bind(("127.0.0.1", 0)).await?;
     let addr = listener.local_addr()?;
-    let server = tokio::spawn(serve(listener));
+    let budget = grpc_stream_codec::budget::SharedBudget::new(256 << 20);
+    let server = tokio::spawn(serve(listener, budget.clone()));
     let client = client(addr);
 
     let reply = client
@@ -165,6 +188,7 @@ async fn main() -> Result<(), Box<dyn Error>> {
     check(payloads == ["x", "yz"], "bidi")?;
 
     server.abort();
+    check(budget.stats().peak > 0, "the budget counted the requests")?;
     println!("readme-volo: unary, server stream, client stream and bidi OK");
     Ok(())
 }
