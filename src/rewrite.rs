@@ -30,6 +30,26 @@ pub(crate) struct Rule {
     pub global_only: bool,
 }
 
+impl Rule {
+    /// Rewrites `stock` written with or without a leading `::`.
+    pub(crate) const fn any(stock: &'static [&'static str], target: &'static str) -> Rule {
+        Rule {
+            stock,
+            target,
+            global_only: false,
+        }
+    }
+
+    /// Rewrites `stock` only where it is written with a leading `::`.
+    pub(crate) const fn global(stock: &'static [&'static str], target: &'static str) -> Rule {
+        Rule {
+            stock,
+            target,
+            global_only: true,
+        }
+    }
+}
+
 /// A path in code: byte ranges into the source it was found in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CodePath {
@@ -512,16 +532,8 @@ mod tests {
     }
 
     const RULES: &[Rule] = &[
-        Rule {
-            stock: &["tonic", "client", "Grpc"],
-            target: "::ours::client::Grpc",
-            global_only: false,
-        },
-        Rule {
-            stock: &["v", "Recv"],
-            target: "::ours::Recv",
-            global_only: true,
-        },
+        Rule::any(&["tonic", "client", "Grpc"], "::ours::client::Grpc"),
+        Rule::global(&["v", "Recv"], "::ours::Recv"),
     ];
 
     #[test]

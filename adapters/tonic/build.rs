@@ -101,41 +101,34 @@ const PROST_CODEC: usize = 6;
 
 /// The table, indexed by the constants above.
 const RULES: &[Rule] = &[
-    Rule {
-        stock: &["tonic", "server", "Grpc"],
-        target: "::grpc_stream_codec::tonic::server::Grpc",
-        global_only: false,
-    },
-    Rule {
-        stock: &["tonic", "server", "ClientStreamingService"],
-        target: "::grpc_stream_codec::tonic::server::ClientStreamingService",
-        global_only: false,
-    },
-    Rule {
-        stock: &["tonic", "server", "StreamingService"],
-        target: "::grpc_stream_codec::tonic::server::StreamingService",
-        global_only: false,
-    },
-    Rule {
-        stock: &["tonic", "Streaming"],
-        target: "::grpc_stream_codec::tonic::Streaming",
-        global_only: false,
-    },
-    Rule {
-        stock: &["tonic", "codec", "Streaming"],
-        target: "::grpc_stream_codec::tonic::Streaming",
-        global_only: false,
-    },
-    Rule {
-        stock: &["tonic", "client", "Grpc"],
-        target: "::grpc_stream_codec::tonic::client::Grpc",
-        global_only: false,
-    },
-    Rule {
-        stock: &["tonic_prost", "ProstCodec"],
-        target: "::grpc_stream_codec::tonic::ProstCodec",
-        global_only: false,
-    },
+    Rule::any(
+        &["tonic", "server", "Grpc"],
+        "::grpc_stream_codec::tonic::server::Grpc",
+    ),
+    Rule::any(
+        &["tonic", "server", "ClientStreamingService"],
+        "::grpc_stream_codec::tonic::server::ClientStreamingService",
+    ),
+    Rule::any(
+        &["tonic", "server", "StreamingService"],
+        "::grpc_stream_codec::tonic::server::StreamingService",
+    ),
+    Rule::any(
+        &["tonic", "Streaming"],
+        "::grpc_stream_codec::tonic::Streaming",
+    ),
+    Rule::any(
+        &["tonic", "codec", "Streaming"],
+        "::grpc_stream_codec::tonic::Streaming",
+    ),
+    Rule::any(
+        &["tonic", "client", "Grpc"],
+        "::grpc_stream_codec::tonic::client::Grpc",
+    ),
+    Rule::any(
+        &["tonic_prost", "ProstCodec"],
+        "::grpc_stream_codec::tonic::ProstCodec",
+    ),
 ];
 
 /// The first line of every file prost-build writes.

@@ -66,23 +66,20 @@ const RECV_STREAM: usize = 1;
 /// The table, indexed by the constants above. volo-build writes every path
 /// with a leading `::`, so only those are matched.
 const RULES: &[Rule] = &[
-    Rule {
-        stock: &["volo_grpc", "codec", "encode", "encode"],
-        target: "::grpc_stream_codec::volo::encode",
-        global_only: true,
-    },
-    Rule {
-        stock: &["volo_grpc", "RecvStream"],
-        target: "::grpc_stream_codec::volo::RecvStream",
-        global_only: true,
-    },
+    Rule::global(
+        &["volo_grpc", "codec", "encode", "encode"],
+        "::grpc_stream_codec::volo::encode",
+    ),
+    Rule::global(
+        &["volo_grpc", "RecvStream"],
+        "::grpc_stream_codec::volo::RecvStream",
+    ),
     // The generated `*ClientBuilder::new`: a client whose transport reads
     // response headers without volo-grpc's panics (`volo::client`).
-    Rule {
-        stock: &["volo_grpc", "client", "ClientBuilder"],
-        target: "::grpc_stream_codec::volo::ClientBuilder",
-        global_only: true,
-    },
+    Rule::global(
+        &["volo_grpc", "client", "ClientBuilder"],
+        "::grpc_stream_codec::volo::ClientBuilder",
+    ),
 ];
 const SEND_ENTRY: &[&str] = &["volo_grpc", "SendEntryMessage"];
 const RECV_ENTRY: &[&str] = &["volo_grpc", "RecvEntryMessage"];
