@@ -31,7 +31,9 @@ pub(crate) struct Rule {
 }
 
 impl Rule {
-    /// Rewrites `stock` written with or without a leading `::`.
+    /// Rewrites `stock` written with or without a leading `::` (the tonic
+    /// hook's rules).
+    #[cfg_attr(not(feature = "tonic-build-hook"), allow(dead_code))]
     pub(crate) const fn any(stock: &'static [&'static str], target: &'static str) -> Rule {
         Rule {
             stock,
@@ -40,7 +42,9 @@ impl Rule {
         }
     }
 
-    /// Rewrites `stock` only where it is written with a leading `::`.
+    /// Rewrites `stock` only where it is written with a leading `::` (the
+    /// volo hook's rules).
+    #[cfg_attr(not(feature = "volo-build-hook"), allow(dead_code))]
     pub(crate) const fn global(stock: &'static [&'static str], target: &'static str) -> Rule {
         Rule {
             stock,
@@ -154,6 +158,50 @@ pub(crate) fn rewrite(text: &str, rules: &[Rule]) -> Rewritten {
     }
     out.push_str(&text[copied..]);
     Rewritten { text: out, hits }
+}
+
+/// What both hooks' `rewrite_out_dir` do: rewrite `OUT_DIR` with
+/// `rewrite_dir` (`no_out_dir` when it is not set) and report a failure to
+/// cargo.
+pub(crate) fn rewrite_out_dir<R, E: std::fmt::Display>(
+    no_out_dir: E,
+    rewrite_dir: impl FnOnce(PathBuf) -> Result<R, E>,
+) -> Result<R, E> {
+    let result = std::env::var_os("OUT_DIR")
+        .map(PathBuf::from)
+        .ok_or(no_out_dir)
+        .and_then(rewrite_dir);
+    if let Err(error) = &result {
+        report_to_cargo(error);
+    }
+    result
+}
+
+/// Every `.rs` file under `dir` (see [`rs_files`]) with its text. On
+/// failure, the path it concerns.
+pub(crate) fn read_sources(dir: &Path) -> Result<Vec<(PathBuf, String)>, (PathBuf, io::Error)> {
+    rs_files(dir)?
+        .into_iter()
+        .map(|path| match fs::read_to_string(&path) {
+            Ok(text) => Ok((path, text)),
+            Err(error) => Err((path, error)),
+        })
+        .collect()
+}
+
+/// Writes each file whose new text differs from the old one (the others
+/// keep their modification times) and returns how many it wrote.
+pub(crate) fn write_changed<'a>(
+    files: impl IntoIterator<Item = (&'a Path, &'a str, &'a str)>,
+) -> Result<usize, (PathBuf, io::Error)> {
+    let mut written = 0;
+    for (path, old, new) in files {
+        if old != new {
+            fs::write(path, new).map_err(|error| (path.to_path_buf(), error))?;
+            written += 1;
+        }
+    }
+    Ok(written)
 }
 
 /// Prints a build hook's error as a `cargo::error=` line (on one line), so

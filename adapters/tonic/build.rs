@@ -84,7 +84,6 @@
 //! the hook runs before it). Its error's `Debug` form is its `Display` text.
 
 use std::fmt;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -319,13 +318,7 @@ impl std::error::Error for RewriteError {
 /// the fix as the build's first error rather than under "failed to run
 /// custom build command".
 pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    let result = std::env::var_os("OUT_DIR")
-        .ok_or(RewriteError::NoOutDir)
-        .and_then(rewrite_dir);
-    if let Err(error) = &result {
-        rewrite::report_to_cargo(error);
-    }
-    result
+    rewrite::rewrite_out_dir(RewriteError::NoOutDir, rewrite_dir)
 }
 
 /// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
@@ -338,19 +331,15 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 /// are not written. Nothing is written unless every file passes.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
     let dir = dir.as_ref();
-    let files =
-        rewrite::rs_files(dir).map_err(|(path, source)| RewriteError::Io { path, source })?;
+    let io = |(path, source)| RewriteError::Io { path, source };
+    let files = rewrite::read_sources(dir).map_err(io)?;
     let mut report = RewriteReport::default();
     // Check every file before writing any, so a failed build leaves the
     // generator's output as it was.
-    let mut changed = Vec::new();
+    let mut rewritten_files = Vec::with_capacity(files.len());
     let mut already_marked = 0;
-    for path in files {
-        let text = fs::read_to_string(&path).map_err(|source| RewriteError::Io {
-            path: path.clone(),
-            source,
-        })?;
-        let mut rewritten = rewrite_source(&text).map_err(|error| RewriteError::Source {
+    for (path, text) in &files {
+        let mut rewritten = rewrite_source(text).map_err(|error| RewriteError::Source {
             path: path.clone(),
             error,
         })?;
@@ -364,9 +353,7 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
                 rewritten.text.push_str(MARKER);
             }
         }
-        if rewritten.text != text {
-            changed.push((path, rewritten.text));
-        }
+        rewritten_files.push(rewritten.text);
     }
     if report.files_with_services == 0 {
         return Err(RewriteError::NothingGenerated {
@@ -378,10 +365,11 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
             dir: dir.to_path_buf(),
         });
     }
-    for (path, text) in changed {
-        fs::write(&path, text).map_err(|source| RewriteError::Io { path, source })?;
-        report.files_rewritten += 1;
-    }
+    let changes = files
+        .iter()
+        .zip(&rewritten_files)
+        .map(|((path, old), new)| (path.as_path(), old.as_str(), new.as_str()));
+    report.files_rewritten = rewrite::write_changed(changes).map_err(io)?;
     Ok(report)
 }
 

@@ -54,7 +54,6 @@
 
 use std::collections::HashMap;
 use std::fmt;
-use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
@@ -181,13 +180,7 @@ impl std::error::Error for RewriteError {
 /// `cargo::error=` line, so cargo shows the fix as the build's first error
 /// rather than under "failed to run custom build command".
 pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    let result = std::env::var_os("OUT_DIR")
-        .ok_or(RewriteError::NoOutDir)
-        .and_then(rewrite_dir);
-    if let Err(error) = &result {
-        rewrite::report_to_cargo(error);
-    }
-    result
+    rewrite::rewrite_out_dir(RewriteError::NoOutDir, rewrite_dir)
 }
 
 /// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
@@ -199,16 +192,12 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 /// stay as volo-build left them.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
     let dir = dir.as_ref();
-    let paths =
-        rewrite::rs_files(dir).map_err(|(path, source)| RewriteError::Io { path, source })?;
+    let io = |(path, source)| RewriteError::Io { path, source };
+    let sources = rewrite::read_sources(dir).map_err(io)?;
 
     let mut report = RewriteReport::default();
-    let mut files = Vec::with_capacity(paths.len());
-    for path in paths {
-        let text = fs::read_to_string(&path).map_err(|source| RewriteError::Io {
-            path: path.clone(),
-            source,
-        })?;
+    let mut files = Vec::with_capacity(sources.len());
+    for (path, text) in sources {
         let rewritten = rewrite_source(&text).map_err(|expected| RewriteError::MissingPattern {
             path: path.clone(),
             expected,
@@ -238,15 +227,15 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
         }
         report.marked_roots += 1;
     }
-    for file in &files {
-        if file.rewritten.text != file.text {
-            fs::write(&file.path, &file.rewritten.text).map_err(|source| RewriteError::Io {
-                path: file.path.clone(),
-                source,
-            })?;
-            report.files_rewritten += 1;
-        }
-    }
+    let changes = files.iter().map(|file| {
+        let GeneratedFile {
+            path,
+            text,
+            rewritten,
+        } = file;
+        (path.as_path(), text.as_str(), rewritten.text.as_str())
+    });
+    report.files_rewritten = rewrite::write_changed(changes).map_err(io)?;
     Ok(report)
 }
 
