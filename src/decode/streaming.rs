@@ -9,7 +9,8 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
-use http_body::{Body, Frame};
+use http_body::Body;
+use http_body_util::BodyExt;
 
 use super::assembler::{Decoded, EnvelopeAssembler};
 use crate::compression::CompressionEncoding;
@@ -155,7 +156,9 @@ impl<D: MessageDecoder> Streaming<D> {
     {
         let mut stream = Streaming {
             decoder,
-            body: Some(Box::pin(StatusBody { inner: body })),
+            body: Some(Box::pin(
+                body.map_err(|error| status_from_body_error(error.into())),
+            )),
             assembler: EnvelopeAssembler::new(Limits::default(), None),
             role,
             trailers: None,
@@ -378,41 +381,6 @@ impl<D> fmt::Debug for Streaming<D> {
             .field("assembler", &self.assembler)
             .field("outcome", &self.outcome)
             .finish_non_exhaustive()
-    }
-}
-
-pin_project_lite::pin_project! {
-    /// A body whose errors are already statuses.
-    struct StatusBody<B> {
-        #[pin]
-        inner: B,
-    }
-}
-
-impl<B> Body for StatusBody<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<Box<dyn StdError + Send + Sync>>,
-{
-    type Data = Bytes;
-    type Error = Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
-        self.project()
-            .inner
-            .poll_frame(cx)
-            .map_err(|error| status_from_body_error(error.into()))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> http_body::SizeHint {
-        self.inner.size_hint()
     }
 }
 
