@@ -12,10 +12,14 @@ use tonic::transport::server::TcpIncoming;
 use tonic::transport::{Endpoint, Server};
 use tonic::{Request, Response, Status};
 
+// snippet include
 /// The code tonic-prost-build generated in build.rs, rewritten by the hook.
+/// This crate's `include_proto!` fails the build, naming the fix, if the
+/// hook did not run after tonic-prost-build.
 pub mod pb {
     grpc_stream_codec::tonic::include_proto!("streamcodec.echo.v1");
 }
+// end snippet
 
 use pb::echo_client::EchoClient;
 use pb::echo_server::{Echo, EchoServer};
