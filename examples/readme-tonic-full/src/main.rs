@@ -13,8 +13,6 @@ use tonic::{Request, Response, Status};
 
 // snippet include
 /// The code tonic-prost-build generated in build.rs, rewritten by the hook.
-/// This crate's `include_proto!` fails the build, naming the fix, if the
-/// hook did not run after tonic-prost-build.
 pub mod pb {
     // Instead of tonic::include_proto!: fails the build, naming the fix, if
     // the build hook did not rewrite the file after tonic-prost-build.
