@@ -23,8 +23,8 @@ use super::budget::tagged_budget;
 use super::compression::encoding_from_tonic;
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
-use super::sources::Infallible;
-use super::streaming::Streaming;
+use super::recv::Streaming;
+use super::send::Infallible;
 use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,

@@ -1,117 +1,162 @@
-//! The decoder: a message never keeps tonic's read buffer alive.
+//! Decoding prost messages that the core assembled, for the full framing.
 
 use std::fmt;
 use std::marker::PhantomData;
 
 use bytes::{Buf, Bytes};
 use prost::Message;
-use tonic::Status;
-use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
 
-use super::message_decoder::decode_owned;
-use crate::decode::{MessageBuffers, SMALL_MESSAGE_MAX};
+use crate::Status;
+use crate::decode::{MessageDecoder, SMALL_MESSAGE_MAX};
 
-/// Decodes prost messages out of tonic's decode buffer.
+/// Decodes prost messages from the buffers the core's assembler hands out.
 ///
-/// No decoded message references tonic's buffer, and every call consumes
-/// exactly the bytes tonic handed over, also when decoding fails: tonic does
-/// not check, and an under-read would desynchronise its framing. Each
-/// message is copied out of tonic's buffer into memory of its own (a cut of
-/// this stream's 8 KiB slab up to [`SMALL_MESSAGE_MAX`], an exact allocation
-/// above) and decoded from there by the same rule as the full framing's
-/// [`ProstMessageDecoder`](super::ProstMessageDecoder): in a message above
-/// 4 KiB a `bytes` field (with the `Bytes` config) shares the message's
-/// memory only when it is at least half of it, so a kept field never holds
-/// more than twice its size; a field of a smaller message pins at most one
-/// slab.
-pub struct ProstDecoder<U> {
-    buffer_settings: BufferSettings,
-    buffers: MessageBuffers,
-    _message: PhantomData<fn() -> U>,
+/// A message's bytes are its own (an exact allocation above 4 KiB, a cut of
+/// the stream's 8 KiB slab below), so a `bytes` field (with tonic-prost-build's
+/// `.bytes(..)`) can share them without pinning anything of the stream. For
+/// messages above [`SMALL_MESSAGE_MAX`] a field shares the message's memory
+/// only when it is at least half of the message; a smaller field is copied
+/// out. A kept field therefore never holds more than twice its own size
+/// alive: a 16-byte field of a 1 MiB message keeps 16 bytes, and a 1 MiB field
+/// of that message is handed over without a copy.
+pub struct ProstMessageDecoder<T>(PhantomData<fn() -> T>);
+
+impl<T> ProstMessageDecoder<T> {
+    /// A decoder for `T`.
+    pub fn new() -> Self {
+        ProstMessageDecoder(PhantomData)
+    }
 }
 
-impl<U> ProstDecoder<U> {
-    /// A decoder that reports `buffer_settings` to tonic.
-    pub fn new(buffer_settings: BufferSettings) -> Self {
-        ProstDecoder {
-            buffer_settings,
-            buffers: MessageBuffers::new(),
-            _message: PhantomData,
+impl<T> Default for ProstMessageDecoder<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl<T> Clone for ProstMessageDecoder<T> {
+    fn clone(&self) -> Self {
+        Self::new()
+    }
+}
+
+impl<T> fmt::Debug for ProstMessageDecoder<T> {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("ProstMessageDecoder")
+    }
+}
+
+impl<T: Message + Default> MessageDecoder for ProstMessageDecoder<T> {
+    type Item = T;
+
+    fn decode(&mut self, message: Bytes) -> Result<T, Status> {
+        // The same text as the codec-only path: prost's own.
+        decode_owned(message).map_err(|error| Status::internal(error.to_string()))
+    }
+}
+
+/// Decodes a message whose bytes are its own, by the one rule both tonic
+/// paths follow for kept `bytes` fields: every field of a message up to
+/// [`SMALL_MESSAGE_MAX`] shares the message's buffer; in a larger message
+/// only a field of at least half the message does, and a smaller one is
+/// copied out.
+pub(super) fn decode_owned<T: Message + Default>(message: Bytes) -> Result<T, prost::DecodeError> {
+    if message.len() <= SMALL_MESSAGE_MAX {
+        T::decode(message)
+    } else {
+        T::decode(FieldBuf::new(message))
+    }
+}
+
+/// A message's bytes, read by prost, that share themselves only with fields
+/// large enough to be worth it.
+struct FieldBuf {
+    bytes: Bytes,
+    /// A field at least this long shares the message's memory.
+    share_from: usize,
+}
+
+impl FieldBuf {
+    fn new(bytes: Bytes) -> Self {
+        let share_from = bytes.len().div_ceil(2);
+        FieldBuf { bytes, share_from }
+    }
+}
+
+impl Buf for FieldBuf {
+    fn remaining(&self) -> usize {
+        self.bytes.remaining()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.bytes.chunk()
+    }
+
+    fn advance(&mut self, cnt: usize) {
+        self.bytes.advance(cnt);
+    }
+
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        if len >= self.share_from {
+            self.bytes.copy_to_bytes(len)
+        } else {
+            let copy = Bytes::copy_from_slice(&self.bytes[..len.min(self.bytes.len())]);
+            self.bytes.advance(len);
+            copy
         }
     }
-}
-
-impl<U> Default for ProstDecoder<U> {
-    fn default() -> Self {
-        ProstDecoder::new(BufferSettings::default())
-    }
-}
-
-impl<U> Clone for ProstDecoder<U> {
-    /// A decoder with the same settings and a slab of its own.
-    fn clone(&self) -> Self {
-        ProstDecoder::new(self.buffer_settings)
-    }
-}
-
-impl<U> fmt::Debug for ProstDecoder<U> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ProstDecoder")
-            .field("buffer_settings", &self.buffer_settings)
-            .finish_non_exhaustive()
-    }
-}
-
-impl<U: Message + Default> Decoder for ProstDecoder<U> {
-    type Item = U;
-    type Error = Status;
-
-    fn decode(&mut self, src: &mut DecodeBuf<'_>) -> Result<Option<U>, Status> {
-        // Consumes exactly `len`: `DecodeBuf` holds no more and no less.
-        let len = src.remaining();
-        let message = if len <= SMALL_MESSAGE_MAX {
-            self.buffers.copy_message(src, len)
-        } else {
-            copy_exact(src)
-        };
-        decode_owned(message)
-            .map(Some)
-            .map_err(|error| Status::internal(error.to_string()))
-    }
-
-    fn buffer_settings(&self) -> BufferSettings {
-        self.buffer_settings
-    }
-}
-
-/// All of `src` in one allocation of exactly its length. Never
-/// `copy_to_bytes`, which would share (and pin) tonic's buffer.
-fn copy_exact(src: &mut impl Buf) -> Bytes {
-    let mut owned = Vec::with_capacity(src.remaining());
-    while src.has_remaining() {
-        let chunk = src.chunk();
-        owned.extend_from_slice(chunk);
-        let read = chunk.len();
-        src.advance(read);
-    }
-    Bytes::from(owned)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Fields {
+        #[prost(bytes = "bytes", tag = "1")]
+        small: Bytes,
+        #[prost(bytes = "bytes", tag = "2")]
+        large: Bytes,
+    }
+
+    /// Decodes `message`, keeping another handle on its wire bytes so that
+    /// `is_unique` tells a field that shares them from one that was copied.
+    fn decode(message: &Fields) -> (Fields, Bytes) {
+        let wire = Bytes::from(message.encode_to_vec());
+        let decoded = ProstMessageDecoder::<Fields>::new()
+            .decode(wire.clone())
+            .unwrap();
+        (decoded, wire)
+    }
+
     #[test]
-    fn a_large_message_is_copied_into_an_exact_allocation_of_its_own() {
-        let wire = vec![5u8; 20_000];
-        let (head, tail) = wire.split_at(7_000);
-        let mut src = Buf::chain(head, tail);
-        let copied = copy_exact(&mut src);
-        assert_eq!(src.remaining(), 0, "everything consumed");
-        assert_eq!(copied, wire);
-        assert!(copied.is_unique());
-        let owned = copied.try_into_mut().unwrap();
-        assert_eq!(owned.capacity(), wire.len());
-        assert!(!wire.as_ptr_range().contains(&owned.as_ptr()));
+    fn a_small_field_of_a_large_message_owns_just_its_bytes() {
+        let (decoded, _wire) = decode(&Fields {
+            small: Bytes::from_static(&[7; 16]),
+            large: Bytes::from(vec![1; 20_000]),
+        });
+        assert_eq!(decoded.small, Bytes::from_static(&[7; 16]));
+        assert!(decoded.small.is_unique(), "16 bytes copied out of 20 kB");
+        assert_eq!(decoded.large.len(), 20_000);
+        assert!(!decoded.large.is_unique(), "the large field is not copied");
+    }
+
+    #[test]
+    fn fields_of_small_messages_share_the_message() {
+        let (decoded, _wire) = decode(&Fields {
+            small: Bytes::from_static(&[7; 16]),
+            large: Bytes::from(vec![1; 1_000]),
+        });
+        assert!(!decoded.small.is_unique());
+        assert_eq!(decoded.large, Bytes::from(vec![1; 1_000]));
+    }
+
+    #[test]
+    fn corrupt_input_is_internal_with_prost_text() {
+        let status = ProstMessageDecoder::<Fields>::new()
+            .decode(Bytes::from_static(&[0x0a, 0x05, 1]))
+            .unwrap_err();
+        assert_eq!(status.code(), crate::Code::Internal);
+        assert!(!status.message().is_empty(), "prost's text");
     }
 }

@@ -117,38 +117,43 @@
 //! Both ways convert between this crate's [`Status`](crate::Status) and
 //! [`tonic::Status`].
 
-#[cfg(feature = "tonic")]
-mod body;
-#[cfg(feature = "tonic")]
-mod budget;
-pub mod build;
+// The files, by job (docs/architecture.md lays them beside volo's):
+// full framing's server and client glue, with tonic's API
 #[cfg(feature = "tonic")]
 pub mod client;
 #[cfg(feature = "tonic")]
-mod codec;
+pub mod server;
+// receiving: the message stream handlers and callers read, its decoder,
+// and tonic bodies as the core reads them
 #[cfg(feature = "tonic")]
-mod compression;
+mod body;
 #[cfg(feature = "tonic")]
 mod decode;
 #[cfg(feature = "tonic")]
+mod recv;
+// sending: the message encoder and handlers' streams as encoder sources
+#[cfg(feature = "tonic")]
 mod encode;
 #[cfg(feature = "tonic")]
-mod framing_codec;
-mod include;
+mod send;
+// conversions with tonic: status, compression, metadata
 #[cfg(feature = "tonic")]
-mod message_decoder;
-#[cfg(feature = "tonic")]
-mod message_encoder;
+mod compression;
 #[cfg(feature = "tonic")]
 mod metadata;
 #[cfg(feature = "tonic")]
-pub mod server;
-#[cfg(feature = "tonic")]
-mod sources;
-#[cfg(feature = "tonic")]
 mod status;
+// the receive budget's layer
 #[cfg(feature = "tonic")]
-mod streaming;
+mod budget;
+// the build hook and the include check it pairs with
+pub mod build;
+mod include;
+// codec only (`codec_path`), and the codec type full framing is named by
+#[cfg(feature = "tonic")]
+mod codec;
+#[cfg(feature = "tonic")]
+mod framing_codec;
 
 #[doc(hidden)]
 pub use include::__private;
@@ -159,22 +164,20 @@ pub use crate::__tonic_include_proto as include_proto;
 #[cfg(feature = "tonic")]
 pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};
 #[cfg(feature = "tonic")]
-pub use codec::{BufferConfig, ProstCodec, ProstCodecWith, TonicDefaults};
+pub use codec::{
+    BufferConfig, ProstCodec, ProstCodecWith, ProstDecoder, ProstEncoder, TonicDefaults,
+};
 #[cfg(feature = "tonic")]
 pub use compression::{encoding_from_tonic, encodings_from_tonic};
 #[cfg(feature = "tonic")]
-pub use decode::ProstDecoder;
+pub use decode::ProstMessageDecoder;
 #[cfg(feature = "tonic")]
-pub use encode::ProstEncoder;
+pub use encode::ProstMessageEncoder;
 #[cfg(feature = "tonic")]
 pub use framing_codec::FramingCodec;
 #[cfg(feature = "tonic")]
-pub use message_decoder::ProstMessageDecoder;
-#[cfg(feature = "tonic")]
-pub use message_encoder::ProstMessageEncoder;
+pub use recv::Streaming;
 #[cfg(feature = "tonic")]
 pub use server::{default_batch_threshold, set_default_batch_threshold};
-#[cfg(feature = "tonic")]
-pub use streaming::Streaming;
 #[cfg(feature = "tonic")]
 pub use tonic::codec::BufferSettings;

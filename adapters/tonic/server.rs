@@ -33,8 +33,8 @@ use super::compression::{
 };
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
-use super::sources::StatusErrors;
-use super::streaming::Streaming;
+use super::recv::Streaming;
+use super::send::StatusErrors;
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;

@@ -64,8 +64,8 @@ use volo_grpc::context::ClientContext;
 use volo_grpc::transport::ClientTransport;
 use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
-use super::binary_metadata;
 use super::client_compression::with_response_headers;
+use super::metadata;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
 
@@ -499,9 +499,9 @@ where
 /// Takes every `-bin` header out of `headers`; one whose value is not
 /// base64 fails the call with `internal`, as grpc-go does.
 fn take_binary(headers: &mut HeaderMap) -> Result<HeaderMap, Status> {
-    let binary = binary_metadata::take_binary(headers);
-    match binary_metadata::first_malformed(&binary) {
-        Some(name) => Err(Status::internal(binary_metadata::malformed_message(&name))),
+    let binary = metadata::take_binary(headers);
+    match metadata::first_malformed(&binary) {
+        Some(name) => Err(Status::internal(metadata::malformed_message(&name))),
         None => Ok(binary),
     }
 }

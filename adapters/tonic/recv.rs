@@ -13,7 +13,7 @@ use prost::Message;
 use sync_wrapper::SyncWrapper;
 use tonic::metadata::MetadataMap;
 
-use super::message_decoder::ProstMessageDecoder;
+use super::decode::ProstMessageDecoder;
 use crate::budget::Budget;
 use crate::compression::CompressionEncoding;
 use crate::decode;

@@ -6,8 +6,11 @@ use std::marker::PhantomData;
 use prost::Message;
 use tonic::codec::{BufferSettings, Codec};
 
-use super::decode::ProstDecoder;
-use super::encode::ProstEncoder;
+mod decode;
+mod encode;
+
+pub use decode::ProstDecoder;
+pub use encode::ProstEncoder;
 
 /// A `tonic::codec::Codec` for prost messages, with tonic's default buffer
 /// settings; the type to name in `tonic_prost_build`'s `codec_path`.
