@@ -94,37 +94,6 @@ pub fn encoding_to_volo(encoding: CompressionEncoding) -> Option<VoloEncoding> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn identity_and_none_send_uncompressed() {
-        assert_eq!(compression_from_volo(None), None);
-        assert_eq!(compression_from_volo(Some(VoloEncoding::Identity)), None);
-        assert_eq!(
-            encoding_from_volo(VoloEncoding::Identity),
-            CompressionEncoding::Identity
-        );
-        assert!(matches!(
-            encoding_to_volo(CompressionEncoding::Identity),
-            Some(VoloEncoding::Identity)
-        ));
-    }
-
-    #[test]
-    fn encodings_whose_feature_is_off_have_no_volo_name() {
-        let off = [
-            (cfg!(feature = "gzip"), CompressionEncoding::Gzip),
-            (cfg!(feature = "deflate"), CompressionEncoding::Deflate),
-            (cfg!(feature = "zstd"), CompressionEncoding::Zstd),
-        ];
-        for (on, encoding) in off {
-            assert_eq!(encoding_to_volo(encoding).is_some(), on, "{encoding:?}");
-        }
-    }
-}
-
 #[cfg(all(test, feature = "gzip", feature = "deflate", feature = "zstd"))]
 mod level_tests {
     use volo_grpc::codec::compression::{GzipConfig, ZlibConfig, ZstdConfig};
