@@ -17,6 +17,9 @@
 //! - `unbatched`: the same at threshold 0;
 //! - `stock`: volo-grpc's own `codec::encode::encode`.
 
+// The source's items are volo-grpc's `Result<_, Status>`, as the server's.
+#![allow(clippy::result_large_err)]
+
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::process::ExitCode;
