@@ -61,11 +61,18 @@ pub(crate) struct BatchBuffer {
     retain: usize,
     /// Whether a batch has been cut yet: the first one reserves less.
     cut_once: bool,
+    /// `reserve` for the threshold, which a by-reference stream's
+    /// unbatched reservations give way to again once a batch copies bytes
+    /// in ([`BatchBuffer::first_message_hint`]).
+    batched_reserve: usize,
     /// Nodes in `buf`'s list and their total length. `LinkedBytes` does not
     /// report its list length, and the list only grows at the back, so new
     /// nodes are counted after each message: amortised O(1) per node.
     nodes: usize,
     node_bytes: usize,
+    /// Of `node_bytes`, the copied-in ones (`BytesMut` nodes split off the
+    /// trailing buffer by inserts).
+    copied_node_bytes: usize,
     messages: usize,
     /// Frame accounting in the trailing buffer for
     /// [`BatchBuffer::take_filling`]: where the trailing buffer starts in
@@ -88,8 +95,10 @@ impl BatchBuffer {
             reserve,
             retain: 2 * reserve,
             cut_once: false,
+            batched_reserve: reserve,
             nodes: 0,
             node_bytes: 0,
+            copied_node_bytes: 0,
             messages: 0,
             tail_start: 0,
             boundary: 0,
@@ -119,13 +128,31 @@ impl BatchBuffer {
     /// 8 KiB first reservation held per stream, among the 64 KiB payload
     /// allocations, where unbatched takes a short-lived 4 KiB one per
     /// message: glibc then trimmed the heap top more often, and the next
-    /// payloads faulted it back in). The batch threshold itself is kept.
+    /// payloads faulted it back in). The batch threshold itself is kept,
+    /// and a later batch that copies bytes in gives the stream its batched
+    /// reservations back.
     pub(crate) fn first_message_hint(&mut self, hint: Option<(usize, usize)>) {
         if let Some((copied, total)) = hint
             && copied * BY_REFERENCE_RATIO < total
         {
-            self.reserve = Self::reserve_for(0);
-            self.retain = 2 * self.reserve;
+            self.set_reserve(Self::reserve_for(0));
+        }
+    }
+
+    fn set_reserve(&mut self, reserve: usize) {
+        self.reserve = reserve;
+        self.retain = 2 * reserve;
+    }
+
+    /// After a batch is cut: a stream on unbatched reservations whose batch
+    /// copied more than 1/[`BY_REFERENCE_RATIO`] of its bytes goes back to
+    /// the batched ones.
+    fn review_reservations(&mut self) {
+        if self.reserve != self.batched_reserve {
+            let copied = self.copied_node_bytes + self.buf.bytes().len();
+            if copied * BY_REFERENCE_RATIO >= self.len() {
+                self.set_reserve(self.batched_reserve);
+            }
         }
     }
 
@@ -270,6 +297,7 @@ impl BatchBuffer {
     pub(crate) fn take(&mut self, cut: Option<Mark>) -> EncodedBatch {
         self.count_new_nodes();
         self.cut_once = true;
+        self.review_reservations();
         let nodes = self.nodes;
         let (keep, cut_offset) = match cut {
             Some(mark) if mark.node < nodes => (mark.node, Some(mark.offset)),
@@ -318,6 +346,7 @@ impl BatchBuffer {
         self.buf.reset();
         self.nodes = 0;
         self.node_bytes = 0;
+        self.copied_node_bytes = 0;
         batch.finish(mem::take(&mut self.messages))
     }
 
@@ -340,6 +369,7 @@ impl BatchBuffer {
         if tail_len < FRAME_SIZE || kept == 0 {
             return self.take(None);
         }
+        self.review_reservations();
         // The messages ending after the last boundary in the trailing buffer.
         let carried = if self.tail_start == self.node_bytes {
             self.after_boundary
@@ -372,6 +402,7 @@ impl BatchBuffer {
         *self.buf.bytes_mut() = rest;
         self.nodes = 0;
         self.node_bytes = 0;
+        self.copied_node_bytes = 0;
         let messages = self.messages - carried;
         self.messages = carried;
         self.reset_frame_accounting(carried);
@@ -391,7 +422,11 @@ impl BatchBuffer {
     #[inline]
     fn count_new_nodes(&mut self) {
         while let Some(node) = self.buf.get_list_mut(self.nodes) {
-            self.node_bytes += node.as_ref().len();
+            let len = node.as_ref().len();
+            if let Node::BytesMut(_) = node {
+                self.copied_node_bytes += len;
+            }
+            self.node_bytes += len;
             self.nodes += 1;
         }
     }
@@ -603,6 +638,24 @@ mod tests {
             (batched, FIRST_BATCH_RESERVE)
         );
         assert_eq!(by_reference(None), (batched, FIRST_BATCH_RESERVE));
+
+        // By-reference batches keep the unbatched reservations; the first
+        // batch that copies its bytes in gives the batched ones back.
+        let mut buffer = BatchBuffer::new(32 * 1024);
+        buffer.first_message_hint(Some((11, 11 + 64 * 1024)));
+        for _ in 0..2 {
+            buffer.prepare_batch();
+            buffer.tail().put_slice(&[0; 11]);
+            buffer.dst().insert(Bytes::from(vec![1; 64 * 1024]));
+            buffer.finish_message();
+            drop(buffer.take(None));
+            assert_eq!(buffer.reserve, unbatched);
+        }
+        buffer.prepare_batch();
+        buffer.tail().put_slice(&[2; 300]);
+        buffer.finish_message();
+        drop(buffer.take(None));
+        assert_eq!(buffer.reserve, batched);
     }
 
     #[test]
