@@ -55,6 +55,14 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
         item.encode_raw(dst);
         Ok(())
     }
+
+    fn copied_len_hint(&self, item: &T) -> Option<(usize, usize)> {
+        // Asked once per stream, so computing the length twice for that
+        // message is cheap.
+        let mut ctx = EncodeLengthContext::default();
+        let len = item.encoded_len(&mut ctx);
+        Some((len.saturating_sub(ctx.zero_copy_len), len))
+    }
 }
 
 /// The body of a volo-grpc request or response: what the generated

@@ -54,6 +54,20 @@ pub trait MessageEncoder {
         let _ = item;
         None
     }
+
+    /// How many of `item`'s payload bytes `encode` copies in, and how many
+    /// it writes in all (the rest inserted by reference), when cheap to
+    /// know.
+    ///
+    /// The stream asks once, for the first message of a stream, to choose
+    /// its buffer's reservations: a stream whose messages are mostly
+    /// inserted by reference (less than 1/8 copied) reserves as an
+    /// unbatched stream does, since batching such messages gains nothing
+    /// and a batch-sized buffer held for the stream only costs memory.
+    fn copied_len_hint(&self, item: &Self::Item) -> Option<(usize, usize)> {
+        let _ = item;
+        None
+    }
 }
 
 impl<E: MessageEncoder + ?Sized> MessageEncoder for &mut E {
@@ -65,5 +79,9 @@ impl<E: MessageEncoder + ?Sized> MessageEncoder for &mut E {
 
     fn exact_len(&self, item: &Self::Item) -> Option<usize> {
         (**self).exact_len(item)
+    }
+
+    fn copied_len_hint(&self, item: &Self::Item) -> Option<(usize, usize)> {
+        (**self).copied_len_hint(item)
     }
 }

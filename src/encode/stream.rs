@@ -159,8 +159,12 @@ where
                     };
                 }
             };
+            let compression = this.config.effective_compression();
+            if compression.is_none() && buffer.awaits_first_message() {
+                buffer.first_message_hint(this.encoder.copied_len_hint(&item));
+            }
             buffer.prepare_batch();
-            let encoded = match this.config.effective_compression() {
+            let encoded = match compression {
                 None => encode_plain(this.encoder, item, buffer, this.config.max_send()),
                 Some(compression) => {
                     let (scratch, compressor) = this

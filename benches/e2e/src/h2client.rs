@@ -20,6 +20,7 @@ use tokio::net::TcpStream;
 use crate::proto::{EchoRequest, EchoResponse};
 
 const SERVER_STREAM_PATH: &str = "/streamcodec.echo.v1.Echo/ServerStream";
+const CLIENT_STREAM_PATH: &str = "/streamcodec.echo.v1.Echo/ClientStream";
 
 /// Window sizes of the client's connections: hyper's client defaults (what
 /// tonic's channel uses), so large messages are not held back by the 64 KiB
@@ -57,6 +58,10 @@ pub struct Shape {
     pub compression: Option<Encoding>,
     /// `x-pace-micros`: the server produces one response every this many µs.
     pub pace_micros: u32,
+    /// A `ClientStream` call instead: the client sends `count` requests of
+    /// `size` payload bytes (uncompressed, all in one body write) and the
+    /// server answers with their count; each request counts as a message.
+    pub client_stream: bool,
 }
 
 /// What one completed call saw.
@@ -94,23 +99,36 @@ pub async fn connect(addr: &str) -> Result<SendRequest<Bytes>, String> {
     Ok(send)
 }
 
-/// The request body: one uncompressed envelope holding the `EchoRequest`.
+/// The request body: one uncompressed envelope holding the `EchoRequest`,
+/// or for a client stream `count` of them with `size`-byte payloads.
 pub fn request_body(shape: &Shape) -> Bytes {
-    let request = EchoRequest {
-        payload: Bytes::new(),
-        response_count: shape.count,
-        response_size: shape.size,
+    let (requests, request) = if shape.client_stream {
+        let request = EchoRequest {
+            payload: Bytes::from(vec![7u8; shape.size as usize]),
+            ..EchoRequest::default()
+        };
+        (shape.count.max(1), request)
+    } else {
+        let request = EchoRequest {
+            payload: Bytes::new(),
+            response_count: shape.count,
+            response_size: shape.size,
+        };
+        (1, request)
     };
     let len = request.encoded_len();
-    let mut body = Vec::with_capacity(5 + len);
-    body.push(0);
-    body.extend_from_slice(&(len as u32).to_be_bytes());
-    // A Vec grows as needed, so encoding cannot fail.
-    let _ = request.encode(&mut body);
+    let mut body = Vec::with_capacity((5 + len) * requests as usize);
+    for _ in 0..requests {
+        body.push(0);
+        body.extend_from_slice(&(len as u32).to_be_bytes());
+        // A Vec grows as needed, so encoding cannot fail.
+        let _ = request.encode(&mut body);
+    }
     Bytes::from(body)
 }
 
-/// Runs one `ServerStream` call and checks every response.
+/// Runs one `ServerStream` call (or `ClientStream`, for a shape that says
+/// so) and checks every response.
 pub async fn server_stream(
     send: &SendRequest<Bytes>,
     authority: &str,
@@ -118,6 +136,9 @@ pub async fn server_stream(
     body: Bytes,
     observer: &impl Observer,
 ) -> Result<StreamStats, String> {
+    if shape.client_stream {
+        return client_stream(send, authority, shape, body, observer).await;
+    }
     let mut request = Request::post(format!("http://{authority}{SERVER_STREAM_PATH}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers");
@@ -194,6 +215,84 @@ pub async fn server_stream(
     let whole_stream = started.elapsed();
     Ok(StreamStats {
         first_message: first_message.unwrap_or(whole_stream),
+        whole_stream,
+    })
+}
+
+/// Runs one `ClientStream` call: sends `body` (the shape's requests), then
+/// checks the one response counts them all. Each request counts as a
+/// message when the response confirms it.
+async fn client_stream(
+    send: &SendRequest<Bytes>,
+    authority: &str,
+    shape: &Shape,
+    body: Bytes,
+    observer: &impl Observer,
+) -> Result<StreamStats, String> {
+    let request = Request::post(format!("http://{authority}{CLIENT_STREAM_PATH}"))
+        .header("content-type", "application/grpc")
+        .header("te", "trailers")
+        .body(())
+        .map_err(|err| err.to_string())?;
+    let started = Instant::now();
+    let mut send = send
+        .clone()
+        .ready()
+        .await
+        .map_err(|err| format!("connection not ready: {err}"))?;
+    let (response, mut request_stream) = send
+        .send_request(request, false)
+        .map_err(|err| format!("send request: {err}"))?;
+    // h2 queues what the stream's window cannot take yet and sends it as
+    // the server opens the window.
+    request_stream
+        .send_data(body, true)
+        .map_err(|err| format!("send request body: {err}"))?;
+    let response = response
+        .await
+        .map_err(|err| format!("response headers: {err}"))?;
+    if let Some(status) = response.headers().get("grpc-status") {
+        return Err(format!("trailers-only answer, grpc-status {status:?}"));
+    }
+    let mut body = response.into_body();
+    let mut unframer = Unframer::default();
+    let mut reply = None;
+    while let Some(chunk) = body.data().await {
+        let chunk = chunk.map_err(|err| format!("response body: {err}"))?;
+        let _ = body.flow_control().release_capacity(chunk.len());
+        observer.data_frame();
+        unframer.push(chunk);
+        while let Some((_, payload)) = unframer.next_message()? {
+            reply = Some(
+                EchoResponse::decode(payload).map_err(|err| format!("decode response: {err}"))?,
+            );
+        }
+    }
+    let trailers = body
+        .trailers()
+        .await
+        .map_err(|err| format!("trailers: {err}"))?
+        .ok_or("no trailers")?;
+    let status = trailers
+        .get("grpc-status")
+        .and_then(|value| value.to_str().ok());
+    if status != Some("0") {
+        return Err(format!("grpc-status {status:?}"));
+    }
+    let reply = reply.ok_or("no response message")?;
+    let count = shape.count.max(1);
+    if reply.count != count || reply.total_bytes != u64::from(count) * u64::from(shape.size) {
+        return Err(format!(
+            "client stream answer: count {}, {} bytes (expected {count} of {} bytes)",
+            reply.count, reply.total_bytes, shape.size
+        ));
+    }
+    for _ in 0..count {
+        observer.message(false);
+    }
+    let whole_stream = started.elapsed();
+    Ok(StreamStats {
+        first_message: whole_stream,
         whole_stream,
     })
 }

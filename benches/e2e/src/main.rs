@@ -14,6 +14,8 @@
 //! cargo run --release -p e2e-bench -- --full    # longer windows, more rounds
 //! cargo run --release -p e2e-bench -- --matrix  # batched vs unbatched vs stock
 //! cargo run --release -p e2e-bench -- --saturate
+//! cargo run --release -p e2e-bench -- --sections clients   # client arms
+//! cargo run --release -p e2e-bench -- --matrix --sections budget
 //! ```
 //!
 //! `--matrix` drives seven servers (this crate batched at 32 KiB and
@@ -26,6 +28,7 @@
 //! is the bottleneck. Every row states both sides' CPU use.
 
 mod arms;
+mod clients;
 mod h2client;
 mod matrix;
 mod matrix_report;
@@ -53,6 +56,8 @@ pub struct Settings {
     build: bool,
     matrix: Option<matrix::MatrixSettings>,
     matrix_json: PathBuf,
+    clients: Option<clients::ClientSettings>,
+    clients_json: PathBuf,
 }
 
 fn usage() -> ! {
@@ -62,16 +67,26 @@ fn usage() -> ! {
          \x20      e2e-bench [--matrix] [--saturate] [--matrix-arms a,b,..] [--cell-window SECS]\n\
          \x20                [--cell-warmup SECS] [--matrix-rounds N] [--matrix-streams N]\n\
          \x20                [--saturate-streams N] [--server-quota SHARE|none] [--pace-micros N]\n\
-         \x20                [--sections matrix,compressed,paced]\n\
+         \x20                [--sections matrix,compressed,paced,budget,clients]\n\
+         \x20                [--client-arms a,b,..] [--client-streams N]\n\
+         \x20                [--matrix-shapes SIZExCOUNT,..]\n\
+         \x20                [--client-saturate-streams N] [--clients-json PATH]\n\
          \x20                [--matrix-json PATH] [--no-build]\n\
          arms: {}\n\
-         matrix arms: {}",
+         matrix arms: {}\n\
+         client arms: {}",
         Arm::ALL
             .iter()
             .map(|arm| arm.key())
             .collect::<Vec<_>>()
             .join(","),
         matrix::MatrixArm::ALL
+            .iter()
+            .chain(matrix::MatrixArm::BUDGET.iter())
+            .map(|arm| arm.key())
+            .collect::<Vec<_>>()
+            .join(","),
+        clients::ClientArm::ALL
             .iter()
             .map(|arm| arm.key())
             .collect::<Vec<_>>()
@@ -93,6 +108,10 @@ struct MatrixFlags {
     quota: Option<f64>,
     pace_micros: u32,
     sections: Vec<String>,
+    shapes: Vec<(u32, u32)>,
+    client_arms: Vec<clients::ClientArm>,
+    client_streams: usize,
+    client_saturate_streams: usize,
 }
 
 impl MatrixFlags {
@@ -111,12 +130,32 @@ impl MatrixFlags {
                 plans.push(matrix::Plan::paced(self.streams, self.pace_micros));
             }
         }
+        // Opt-in: the receive-budget arms against the same servers without
+        // a budget.
+        if self.sections.iter().any(|s| s == "budget") {
+            plans.push(matrix::Plan::budget(self.streams));
+        }
         if self.saturate {
             plans.push(matrix::Plan::saturated(self.saturate_streams, self.quota));
         }
+        if !self.shapes.is_empty() {
+            for plan in &mut plans {
+                plan.shapes
+                    .retain(|shape| self.shapes.contains(&(shape.size, shape.count)));
+            }
+        }
+        let mut arms = self.arms;
+        // The budget arms join the default arms; `--matrix-arms` names them.
+        if arms == matrix::MatrixArm::ALL && plans.iter().any(|plan| plan.arms.is_some()) {
+            for arm in matrix::MatrixArm::BUDGET {
+                if !arms.contains(&arm) {
+                    arms.push(arm);
+                }
+            }
+        }
         (!plans.is_empty()).then_some(matrix::MatrixSettings {
             plans,
-            arms: self.arms,
+            arms,
             warmup: self.warmup,
             window: self.window,
             rounds: self.rounds,
@@ -137,6 +176,8 @@ fn parse_settings() -> Settings {
         build: true,
         matrix: None,
         matrix_json: root.join("target/e2e-matrix.json"),
+        clients: None,
+        clients_json: root.join("target/e2e-clients.json"),
     };
     let mut flags = MatrixFlags {
         matrix: false,
@@ -150,6 +191,10 @@ fn parse_settings() -> Settings {
         quota: Some(0.5),
         pace_micros: 1000,
         sections: Vec::new(),
+        shapes: Vec::new(),
+        client_arms: clients::ClientArm::ALL.to_vec(),
+        client_streams: 16,
+        client_saturate_streams: 128,
     };
     let seconds =
         |value: String| Duration::from_secs_f64(value.parse().unwrap_or_else(|_| usage()));
@@ -206,18 +251,51 @@ fn parse_settings() -> Settings {
             "--pace-micros" => flags.pace_micros = value().parse().unwrap_or_else(|_| usage()),
             "--sections" => {
                 flags.sections = value().split(',').map(str::to_owned).collect();
-                if let Some(bad) = flags
-                    .sections
-                    .iter()
-                    .find(|s| !["matrix", "compressed", "paced"].contains(&s.as_str()))
-                {
+                if let Some(bad) = flags.sections.iter().find(|s| {
+                    !["matrix", "compressed", "paced", "budget", "clients"].contains(&s.as_str())
+                }) {
                     eprintln!("unknown section {bad}");
                     usage()
                 }
             }
             "--matrix-json" => settings.matrix_json = PathBuf::from(value()),
+            "--matrix-shapes" => {
+                flags.shapes = value()
+                    .split(',')
+                    .map(|shape| {
+                        shape
+                            .split_once('x')
+                            .and_then(|(size, count)| {
+                                Some((size.parse().ok()?, count.parse().ok()?))
+                            })
+                            .unwrap_or_else(|| usage())
+                    })
+                    .collect()
+            }
+            "--client-arms" => {
+                flags.client_arms = value()
+                    .split(',')
+                    .map(|key| clients::ClientArm::from_key(key).unwrap_or_else(|| usage()))
+                    .collect()
+            }
+            "--client-streams" => {
+                flags.client_streams = value().parse().unwrap_or_else(|_| usage())
+            }
+            "--client-saturate-streams" => {
+                flags.client_saturate_streams = value().parse().unwrap_or_else(|_| usage())
+            }
+            "--clients-json" => settings.clients_json = PathBuf::from(value()),
             _ => usage(),
         }
+    }
+    if flags.sections.iter().any(|s| s == "clients") {
+        settings.clients = Some(clients::ClientSettings {
+            arms: flags.client_arms.clone(),
+            shapes: clients::shapes(flags.client_streams, flags.client_saturate_streams),
+            warmup: flags.warmup,
+            window: flags.window,
+            rounds: flags.rounds,
+        });
     }
     settings.matrix = flags.settings();
     settings
@@ -235,6 +313,14 @@ fn main() {
     }
     // The client gets CPU 1, the servers CPU 0; threads inherit the mask.
     measure::pin_current_process(1);
+    if let Some(client_settings) = &settings.clients {
+        let cells = clients::run(client_settings);
+        clients::print_table(&cells, &client_settings.arms);
+        clients::write(&cells, &settings.clients_json);
+        if settings.matrix.is_none() {
+            return;
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()

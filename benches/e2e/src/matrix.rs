@@ -35,7 +35,14 @@ pub enum Variant {
     Stock,
     /// The bare server: every response of a call in one buffer.
     Floor,
+    /// This crate batched, with a receive budget large enough never to
+    /// wait ([`RECEIVE_BUDGET`]): what the budget costs on the hot path.
+    Budget,
 }
+
+/// The budget of the [`Variant::Budget`] arms: 1 GiB, far above what the
+/// matrix ever has in flight, so no stream waits.
+pub const RECEIVE_BUDGET: usize = 1 << 30;
 
 /// One server of the matrix.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,6 +65,12 @@ impl MatrixArm {
         MatrixArm::new(Stack::Bare, Variant::Floor),
     ];
 
+    /// The receive-budget arms (`--sections budget`), not in [`Self::ALL`].
+    pub const BUDGET: [MatrixArm; 2] = [
+        MatrixArm::new(Stack::Volo, Variant::Budget),
+        MatrixArm::new(Stack::Tonic, Variant::Budget),
+    ];
+
     const fn new(stack: Stack, variant: Variant) -> MatrixArm {
         MatrixArm { stack, variant }
     }
@@ -67,6 +80,8 @@ impl MatrixArm {
         match (self.stack, self.variant) {
             (Stack::Volo, Variant::Batched) => "volo-batched",
             (Stack::Volo, Variant::Unbatched) => "volo-unbatched",
+            (Stack::Volo, Variant::Budget) => "volo-budget",
+            (Stack::Tonic, Variant::Budget) => "tonic-full-budget",
             (Stack::Volo, _) => "volo-stock",
             (Stack::Tonic, Variant::Batched) => "tonic-full-batched",
             (Stack::Tonic, Variant::Unbatched) => "tonic-full-unbatched",
@@ -77,14 +92,19 @@ impl MatrixArm {
 
     /// Parses [`MatrixArm::key`].
     pub fn from_key(key: &str) -> Option<MatrixArm> {
-        MatrixArm::ALL.into_iter().find(|arm| arm.key() == key)
+        MatrixArm::ALL
+            .into_iter()
+            .chain(MatrixArm::BUDGET)
+            .find(|arm| arm.key() == key)
     }
 
-    /// The stock arm of the same stack (bare hyper compares with itself).
+    /// The stock arm of the same stack (bare hyper compares with itself; a
+    /// budget arm with the same server without a budget).
     pub fn baseline(self) -> MatrixArm {
-        match self.stack {
-            Stack::Bare => self,
-            stack => MatrixArm::new(stack, Variant::Stock),
+        match (self.stack, self.variant) {
+            (Stack::Bare, _) => self,
+            (stack, Variant::Budget) => MatrixArm::new(stack, Variant::Batched),
+            (stack, _) => MatrixArm::new(stack, Variant::Stock),
         }
     }
 
@@ -97,7 +117,18 @@ impl MatrixArm {
     pub fn command(self) -> (&'static str, Vec<String>) {
         let threshold = |bytes: usize| vec!["--batch-threshold".to_owned(), bytes.to_string()];
         let batched = 32 * 1024;
+        let budget = || vec!["--receive-budget".to_owned(), RECEIVE_BUDGET.to_string()];
         match (self.stack, self.variant) {
+            (Stack::Volo, Variant::Budget) => {
+                ("volo-echo-server", [threshold(batched), budget()].concat())
+            }
+            (Stack::Tonic, Variant::Budget) => {
+                let framing = vec!["--framing".to_owned(), "full".to_owned()];
+                (
+                    "tonic-echo-server",
+                    [framing, threshold(batched), budget()].concat(),
+                )
+            }
             (Stack::Volo, Variant::Batched) => ("volo-echo-server", threshold(batched)),
             (Stack::Volo, Variant::Unbatched) => ("volo-echo-server", threshold(0)),
             (Stack::Volo, _) => ("volo-echo-server", vec!["--stock".into()]),
@@ -129,6 +160,8 @@ pub enum Section {
     Paced,
     /// The headline shape with the server as the bottleneck.
     Saturated,
+    /// The receive-budget arms against the same servers without a budget.
+    Budget,
 }
 
 impl Section {
@@ -139,6 +172,7 @@ impl Section {
             Section::Compressed => "compressed",
             Section::Paced => "paced",
             Section::Saturated => "saturated",
+            Section::Budget => "budget",
         }
     }
 }
@@ -156,6 +190,8 @@ pub struct Plan {
     pub connections: usize,
     /// Limit the server to this share of its CPU ([`Throttle`]).
     pub server_quota: Option<f64>,
+    /// The arms this section runs, when not every arm of the run.
+    pub arms: Option<Vec<MatrixArm>>,
 }
 
 /// The settings of a matrix run.
@@ -182,6 +218,7 @@ fn shape(size: u32, count: u32) -> Shape {
         count,
         compression: None,
         pace_micros: 0,
+        client_stream: false,
     }
 }
 
@@ -197,6 +234,7 @@ impl Plan {
             concurrency,
             connections: 4,
             server_quota: None,
+            arms: None,
         }
     }
 
@@ -217,6 +255,7 @@ impl Plan {
             concurrency,
             connections: 4,
             server_quota: None,
+            arms: None,
         }
     }
 
@@ -234,6 +273,36 @@ impl Plan {
             concurrency,
             connections: 4,
             server_quota: None,
+            arms: None,
+        }
+    }
+
+    /// The receive-budget section: 16 × 256 B and 16 × 64 KiB, received by
+    /// the client (server streams) and sent by it (client streams, where the
+    /// server's decoder takes from the budget for every message), on the
+    /// batched arms with and without a budget.
+    pub fn budget(concurrency: usize) -> Plan {
+        let mut shapes = Vec::new();
+        for client_stream in [false, true] {
+            for size in [256, 64 * 1024] {
+                shapes.push(Shape {
+                    client_stream,
+                    ..shape(size, 16)
+                });
+            }
+        }
+        let mut arms = vec![
+            MatrixArm::new(Stack::Volo, Variant::Batched),
+            MatrixArm::new(Stack::Tonic, Variant::Batched),
+        ];
+        arms.extend(MatrixArm::BUDGET);
+        Plan {
+            section: Section::Budget,
+            shapes,
+            concurrency,
+            connections: 4,
+            server_quota: None,
+            arms: Some(arms),
         }
     }
 
@@ -246,6 +315,7 @@ impl Plan {
             concurrency,
             connections: 8,
             server_quota: quota,
+            arms: None,
         }
     }
 }
@@ -336,6 +406,13 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
                 if shape_needs_full_service(shape) && !arm.full_service() {
                     continue;
                 }
+                let in_plan = match &plan.arms {
+                    Some(arms) => arms.contains(&arm),
+                    None => arm.variant != Variant::Budget,
+                };
+                if !in_plan {
+                    continue;
+                }
                 cells.push(Cell {
                     section: plan.section,
                     shape: *shape,
@@ -354,6 +431,9 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
             arms.reverse();
         }
         for arm in arms {
+            if !cells.iter().any(|cell| cell.arm == arm) {
+                continue;
+            }
             eprintln!(
                 "matrix round {}/{}: {}",
                 round + 1,
@@ -363,6 +443,12 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
             let (binary, flags) = arm.command();
             let server = Server::spawn(binary, &flags);
             for plan in &settings.plans {
+                if !cells
+                    .iter()
+                    .any(|cell| cell.arm == arm && cell.section == plan.section)
+                {
+                    continue;
+                }
                 let connections = match connect_all(&server.addr, plan.connections).await {
                     Ok(connections) => connections,
                     Err(err) => panic!("{}: {err}", arm.key()),

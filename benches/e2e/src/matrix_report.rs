@@ -76,6 +76,9 @@ pub fn size_label(bytes: u32) -> String {
 
 fn shape_label(shape: &Shape) -> String {
     let mut label = format!("{} × {}", shape.count, size_label(shape.size));
+    if shape.client_stream {
+        label.insert_str(0, "client stream ");
+    }
     let in_flight = crate::matrix::concurrency_for(shape, usize::MAX);
     if in_flight < 16 {
         let _ = write!(label, " ({in_flight} in flight)");
@@ -195,15 +198,19 @@ fn section_title(cells: &[Cell], section: Section) -> String {
         Section::Compressed => "compressed responses",
         Section::Paced => "paced source: one message at a time",
         Section::Saturated => "saturating: server as the bottleneck",
+        Section::Budget => {
+            "receive budget never waiting (its 'vs stock' is against the same arm without a budget)"
+        }
     };
     format!("{what} ({} streams in flight{quota})", cell.concurrency)
 }
 
-const SECTIONS: [Section; 4] = [
+const SECTIONS: [Section; 5] = [
     Section::Matrix,
     Section::Compressed,
     Section::Paced,
     Section::Saturated,
+    Section::Budget,
 ];
 
 /// Prints every section's table.
@@ -340,6 +347,7 @@ pub fn write(settings: &MatrixSettings, cells: &[Cell], json_path: &Path) {
                 "count": cell.shape.count,
                 "compression": cell.shape.compression.map(|e| e.name()),
                 "pace_micros": cell.shape.pace_micros,
+                "client_stream": cell.shape.client_stream,
                 "concurrency": cell.concurrency,
                 "server_quota": cell.server_quota,
                 "error": cell.error,
