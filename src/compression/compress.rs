@@ -213,9 +213,13 @@ impl Compressor {
             }
         })();
         // zstd sizes its tables and window to the message: a context that
-        // grew with a large one, or failed mid-frame, is not kept.
-        if result.is_err() || len > KEEP_CONTEXT_MAX {
+        // failed mid-frame is not kept, one that grew with a large message
+        // is kept within the pool's cap.
+        if result.is_err() {
             ctx.discard();
+        } else if len > KEEP_CONTEXT_MAX {
+            let size = ctx.sizeof();
+            ctx.keep_grown(size);
         }
         result
     }

@@ -268,14 +268,17 @@ impl Decompressor {
             .reset(ResetDirective::SessionOnly)
             .map_err(zstd_error)
             .and_then(|_| unzstd_with(&mut ctx, input, sink));
-        // zstd grows its buffers to the frame: a context that did so for a
-        // large message, or failed mid-frame, is not kept.
+        // A context that failed mid-frame is not kept; one that grew its
+        // buffers to a large frame is kept within the pool's cap.
         let failed = matches!(
             result,
             Err(Failure::Corrupt(_) | Failure::TooLarge | Failure::Trailing(_))
         );
-        if failed || sink.written() > KEEP_CONTEXT_MAX {
+        if failed {
             ctx.discard();
+        } else if sink.written() > KEEP_CONTEXT_MAX {
+            let size = ctx.sizeof();
+            ctx.keep_grown(size);
         }
         result
     }

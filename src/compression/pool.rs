@@ -11,17 +11,28 @@ use std::sync::Mutex;
 /// Idle contexts kept per pool; more given back at once are dropped.
 const MAX_IDLE: usize = 16;
 
-/// Messages above this size drop their zstd context after use instead of
-/// giving it back to the pool: zstd grows its tables and window buffers to
-/// the largest message seen, and a reused context is worth little once the
-/// message itself dominates. (libdeflate's and zlib-rs's states do not grow.)
+/// Messages above this size grow a zstd context's tables and window to the
+/// message. (libdeflate's and zlib-rs's states do not grow.)
 #[cfg(feature = "zstd")]
 pub(super) const KEEP_CONTEXT_MAX: usize = 256 * 1024;
+
+/// The most memory grown contexts (see [`Lease::keep_grown`]) may hold idle
+/// in the whole process. Keeping them matters: a dropped context's window
+/// goes back to the system, and the next large message faults it in again,
+/// which made a 1 MiB zstd message cost several times a kept context's time.
+#[cfg(feature = "zstd")]
+const GROWN_IDLE_MAX: usize = 8 << 20;
+
+/// Bytes of grown contexts idle in all pools.
+#[cfg(feature = "zstd")]
+static GROWN_IDLE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Idle contexts of one kind, each tagged with the setting it was made for
 /// (a compression level, say).
 pub(super) struct Pool<T> {
-    idle: Mutex<Vec<(i32, T)>>,
+    /// Each idle context with its setting and the grown bytes it counts in
+    /// `GROWN_IDLE` (0 for one that did not grow).
+    idle: Mutex<Vec<(i32, usize, T)>>,
 }
 
 impl<T> Pool<T> {
@@ -38,8 +49,10 @@ impl<T> Pool<T> {
         make: impl FnOnce() -> Result<T, E>,
     ) -> Result<Lease<'_, T>, E> {
         let found = self.lock().and_then(|mut idle| {
-            let index = idle.iter().rposition(|(tag, _)| *tag == setting)?;
-            Some(idle.swap_remove(index).1)
+            let index = idle.iter().rposition(|(tag, _, _)| *tag == setting)?;
+            let (_, grown, context) = idle.swap_remove(index);
+            release_grown(grown);
+            Some(context)
         });
         let context = match found {
             Some(context) => context,
@@ -48,6 +61,7 @@ impl<T> Pool<T> {
         Ok(Lease {
             pool: self,
             setting,
+            grown: 0,
             context: Some(context),
         })
     }
@@ -63,21 +77,23 @@ impl<T> Pool<T> {
     #[cfg(all(test, feature = "gzip", feature = "deflate", feature = "zstd"))]
     pub(super) fn idle_with(&self, setting: i32) -> usize {
         self.lock().map_or(0, |idle| {
-            idle.iter().filter(|(tag, _)| *tag == setting).count()
+            idle.iter().filter(|(tag, _, _)| *tag == setting).count()
         })
     }
 
-    fn give(&self, setting: i32, context: T) {
+    fn give(&self, setting: i32, grown: usize, context: T) {
         if let Some(mut idle) = self.lock()
             && idle.len() < MAX_IDLE
         {
-            idle.push((setting, context));
+            idle.push((setting, grown, context));
+        } else {
+            release_grown(grown);
         }
     }
 
     /// The idle list; `None` if a thread panicked holding it (the pool is
     /// then bypassed rather than trusted).
-    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Vec<(i32, T)>>> {
+    fn lock(&self) -> Option<std::sync::MutexGuard<'_, Vec<(i32, usize, T)>>> {
         self.idle.lock().ok()
     }
 }
@@ -87,15 +103,43 @@ impl<T> Pool<T> {
 pub(super) struct Lease<'a, T> {
     pool: &'a Pool<T>,
     setting: i32,
+    /// Grown bytes reserved in `GROWN_IDLE` for when it is given back.
+    grown: usize,
     context: Option<T>,
 }
 
 impl<T> Lease<'_, T> {
-    /// Drops the context instead of giving it back: after an error, or a
-    /// message large enough that the context grew with it.
+    /// Drops the context instead of giving it back: after an error.
     pub(super) fn discard(mut self) {
         self.context = None;
     }
+
+    /// Gives back a context that grew to `size` bytes with a large message
+    /// only while the grown contexts idle in the process stay within
+    /// `GROWN_IDLE_MAX`; drops it otherwise.
+    #[cfg(feature = "zstd")]
+    pub(super) fn keep_grown(mut self, size: usize) {
+        use std::sync::atomic::Ordering;
+        let reserved = GROWN_IDLE.fetch_update(Ordering::AcqRel, Ordering::Acquire, |idle| {
+            idle.checked_add(size)
+                .filter(|&total| total <= GROWN_IDLE_MAX)
+        });
+        match reserved {
+            Ok(_) => self.grown = size,
+            Err(_) => self.context = None,
+        }
+    }
+}
+
+/// Gives `grown` bytes back to `GROWN_IDLE` when a grown context leaves the
+/// idle list.
+fn release_grown(grown: usize) {
+    #[cfg(feature = "zstd")]
+    if grown > 0 {
+        GROWN_IDLE.fetch_sub(grown, std::sync::atomic::Ordering::AcqRel);
+    }
+    #[cfg(not(feature = "zstd"))]
+    let _ = grown;
 }
 
 impl<T> std::ops::Deref for Lease<'_, T> {
@@ -116,7 +160,7 @@ impl<T> std::ops::DerefMut for Lease<'_, T> {
 impl<T> Drop for Lease<'_, T> {
     fn drop(&mut self) {
         if let Some(context) = self.context.take() {
-            self.pool.give(self.setting, context);
+            self.pool.give(self.setting, self.grown, context);
         }
     }
 }
@@ -163,5 +207,22 @@ mod tests {
         let pool: Pool<u8> = Pool::new();
         assert!(pool.take(0, || Err::<u8, _>("no memory")).is_err());
         assert_eq!(pool.idle(), 0);
+    }
+
+    /// The cap is process-wide and other tests hold grown contexts too, so
+    /// this uses a context larger than the whole cap, and one small enough
+    /// to fit beside anything the others keep.
+    #[cfg(feature = "zstd")]
+    #[test]
+    fn grown_contexts_are_kept_only_within_the_cap() {
+        let pool = Pool::new();
+        let mut made = 0;
+        pool.take(0, || make(&mut made))
+            .unwrap()
+            .keep_grown(GROWN_IDLE_MAX + 1);
+        assert_eq!(pool.idle(), 0, "past the cap: dropped");
+        pool.take(0, || make(&mut made)).unwrap().keep_grown(1);
+        assert_eq!(pool.idle(), 1, "within the cap: kept");
+        assert_eq!(*pool.take(0, || make(&mut made)).unwrap(), 2, "and reused");
     }
 }
