@@ -342,6 +342,30 @@ fn a_declared_size_is_believed_only_as_far_as_the_input_allows() {
     assert!(out.capacity() <= len * MAX_DEFLATE_RATIO + MIN_OUTPUT);
 }
 
+/// A 1 MiB zstd message of one repeated byte compresses past deflate's
+/// 1032:1; its declared size is still believed (zstd expands up to 32768:1),
+/// so it is decompressed into one exact allocation rather than grown by
+/// doubling.
+#[test]
+fn a_highly_compressible_zstd_message_gets_its_declared_size_at_once() {
+    let plain = vec![7u8; 1 << 20];
+    let wire = compress_with(
+        &mut Compressor::new(Compression::new(CompressionEncoding::Zstd)),
+        &plain,
+    );
+    assert!(
+        wire.len() * MAX_DEFLATE_RATIO < plain.len(),
+        "{} bytes",
+        wire.len()
+    );
+    let mut out = Vec::new();
+    Decompressor::new(CompressionEncoding::Zstd)
+        .decompress(&wire, &mut out, 4 << 20)
+        .unwrap();
+    assert_eq!(out, plain);
+    assert_eq!(out.capacity(), plain.len(), "one exact allocation");
+}
+
 #[test]
 fn bounded_room_stops_for_more_without_writing_past_it() {
     let input = sample(300_000, 3);

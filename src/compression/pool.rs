@@ -17,11 +17,12 @@ const MAX_IDLE: usize = 16;
 pub(super) const KEEP_CONTEXT_MAX: usize = 256 * 1024;
 
 /// The most memory grown contexts (see [`Lease::keep_grown`]) may hold idle
-/// in the whole process. Keeping them matters: a dropped context's window
-/// goes back to the system, and the next large message faults it in again,
-/// which made a 1 MiB zstd message cost several times a kept context's time.
+/// in the whole process: a few contexts sized for large messages (a level-7
+/// compressor for 256 KiB is about 6 MB). Keeping them matters: a dropped
+/// context's window goes back to the system, and the next large message
+/// faults it in again.
 #[cfg(feature = "zstd")]
-const GROWN_IDLE_MAX: usize = 8 << 20;
+const GROWN_IDLE_MAX: usize = 32 << 20;
 
 /// Bytes of grown contexts idle in all pools.
 #[cfg(feature = "zstd")]
