@@ -39,7 +39,7 @@ build_flags=()
 # reuses what the tests built: `--tests` turns on the dev-dependencies, whose
 # features a plain `--bins` build would leave out, rebuilding every crate.
 (cd "$root" && cargo build "${build_flags[@]}" --workspace --all-features --bins --tests)
-bin="$root/target/$profile"
+bin="${CARGO_TARGET_DIR:-$root/target}/$profile"
 
 # start_server NAME COMMAND...: starts a server that prints "listening on
 # ADDR", records its pid, and stores the address in $NAME_addr.

@@ -54,7 +54,7 @@ if [ "$build" = 1 ]; then
     [ "$profile" = release ] && build_flags+=(--release)
     (cd "$root" && cargo build "${build_flags[@]}" -p grpc-interop --bins)
 fi
-bin="$root/target/$profile"
+bin="${CARGO_TARGET_DIR:-$root/target}/$profile"
 
 # start_server NAME COMMAND...: waits for "listening on ADDR", stores the
 # port in $NAME_port.
