@@ -114,7 +114,9 @@ const VALUES: &[&str] = &[
 fn header_name(input: &mut Input<'_>) -> Option<HeaderName> {
     let selector = input.byte();
     if selector < 224 {
-        return Some(HeaderName::from_static(NAMES[selector as usize % NAMES.len()]));
+        return Some(HeaderName::from_static(
+            NAMES[selector as usize % NAMES.len()],
+        ));
     }
     let len = input.byte() as usize % 16;
     let mut name = input.bytes(len).to_ascii_lowercase();
@@ -247,10 +249,9 @@ pub async fn client_side(io: DuplexStream, input: &mut Input<'_>) {
         *request.uri_mut() = format!("http://fuzz{path}").parse().unwrap_or_default();
         let flags = input.byte();
         if flags & 1 == 0 {
-            request.headers_mut().insert(
-                "content-type",
-                HeaderValue::from_static("application/grpc"),
-            );
+            request
+                .headers_mut()
+                .insert("content-type", HeaderValue::from_static("application/grpc"));
         }
         if flags & 2 == 0 {
             request
@@ -308,10 +309,9 @@ pub async fn server_side(
     *response.status_mut() = status;
     let flags = input.byte();
     if flags & 1 == 0 {
-        response.headers_mut().insert(
-            "content-type",
-            HeaderValue::from_static("application/grpc"),
-        );
+        response
+            .headers_mut()
+            .insert("content-type", HeaderValue::from_static("application/grpc"));
     }
     for (name, value) in headers(input) {
         if let Some(name) = name {

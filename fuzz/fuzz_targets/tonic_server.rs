@@ -20,8 +20,7 @@ fuzz_target!(|data: &[u8]| {
                 .accept_compressed(encoding)
                 .send_compressed(encoding);
         }
-        let incoming =
-            tokio_stream::once(Ok::<_, std::io::Error>(server_io));
+        let incoming = tokio_stream::once(Ok::<_, std::io::Error>(server_io));
         let server = tokio::spawn(
             Server::builder()
                 .add_service(service)

@@ -49,7 +49,8 @@ fuzz_target!(|data: &[u8]| {
                         .await;
                 }
                 _ => {
-                    if let Ok(response) = client.bidi(futures_util::stream::iter([request()])).await {
+                    if let Ok(response) = client.bidi(futures_util::stream::iter([request()])).await
+                    {
                         let mut stream = response.into_inner();
                         while let Some(Ok(_)) = stream.next().await {}
                     }
@@ -63,7 +64,9 @@ fuzz_target!(|data: &[u8]| {
             }
         };
         let (_, tasks) = tokio::join!(tokio::time::timeout(h2_peer::RUN_LIMIT, call), async {
-            tokio::time::timeout(h2_peer::RUN_LIMIT, peer).await.unwrap_or_default()
+            tokio::time::timeout(h2_peer::RUN_LIMIT, peer)
+                .await
+                .unwrap_or_default()
         });
         for task in tasks {
             task.abort();

@@ -34,9 +34,7 @@ fuzz_target!(|data: &[u8]| {
         let stack = grpc_stream_codec::volo::BinaryMetadataLayer.layer(meta);
         let serve = hyper::service::service_fn(move |req: http::Request<hyper::body::Incoming>| {
             let mut stack = stack.clone();
-            async move {
-                tower::Service::call(&mut stack, req.map(volo_grpc::body::boxed)).await
-            }
+            async move { tower::Service::call(&mut stack, req.map(volo_grpc::body::boxed)).await }
         });
         let server = tokio::spawn(async move {
             let _ = hyper::server::conn::http2::Builder::new(TokioExecutor::new())
