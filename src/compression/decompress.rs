@@ -61,7 +61,7 @@ pub(crate) enum Inflated {
 /// Every call is bounded as [`decompress`](super::decompress) describes: the
 /// output never grows past the limit (a bomb is `resource_exhausted` before
 /// it is written), corrupt or truncated input and bytes after the end of the
-/// compressed data are `internal`. See [`Compressor`] for an example.
+/// compressed data are `internal`. See [`Compressor`](super::Compressor) for an example.
 pub struct Decompressor {
     encoding: CompressionEncoding,
 }
@@ -75,7 +75,7 @@ pub(super) static INFLATERS: Pool<flate2::Decompress> = Pool::new();
 pub(super) static ZSTD_DECOMPRESSORS: Pool<zstd::zstd_safe::DCtx<'static>> = Pool::new();
 
 impl Decompressor {
-    /// A decompressor for `encoding`. Like [`Compressor`] it holds no
+    /// A decompressor for `encoding`. Like [`Compressor`](super::Compressor) it holds no
     /// context between messages: each message takes one from a
     /// process-wide pool and gives it back.
     pub fn new(encoding: CompressionEncoding) -> Self {
