@@ -3,12 +3,6 @@
 
 use super::decompress::Failure;
 
-/// The fixed 10-byte gzip member header this crate writes: deflate, no
-/// flags, no modification time, unknown OS (as zlib's `gzip` mode does
-/// without a header of its own).
-#[cfg(all(test, feature = "gzip", feature = "deflate", feature = "zstd"))]
-pub(super) const GZIP_HEADER: [u8; 10] = [0x1f, 0x8b, 8, 0, 0, 0, 0, 0, 0, 0xff];
-
 /// Length of the gzip member header at the start of `input` (RFC 1952 2.3),
 /// with its optional fields and, if present, its CRC-16 checked.
 #[cfg(feature = "gzip")]
