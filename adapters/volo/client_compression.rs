@@ -284,78 +284,12 @@ impl Drop for Installed<'_> {
     }
 }
 
-/// Polls `inner` as [`ClientCompressionService`] polls the transport, for
-/// the adapter's unit tests.
-#[cfg(test)]
-pub(super) fn in_call_scope<F: Future>(
-    send: Option<Compression>,
-    response: Option<ResponseHeaders>,
-    inner: F,
-) -> impl Future<Output = F::Output> {
-    InScope {
-        scope: Some(CallScope { send, response }),
-        inner,
-    }
-}
-
-#[cfg(test)]
-impl ResponseHeaders {
-    /// Fills the slot as the layer does for a response with `grpc-encoding:
-    /// value`.
-    pub(super) fn fill(&self, value: &'static str) {
-        let mut headers = HeaderMap::new();
-        headers.insert(GRPC_ENCODING, HeaderValue::from_static(value));
-        self.set(&headers);
-    }
-
-    /// Fills the slot as the layer does for a response with these headers.
-    pub(super) fn fill_headers(&self, headers: &HeaderMap) {
-        self.set(headers);
-    }
-}
-
+/// The layer's headers and its compressed calls are tested through the
+/// public API in `tests/volo_adapter.rs`.
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::compression::CompressionEncoding;
-
-    #[cfg(all(feature = "gzip", feature = "deflate"))]
-    #[test]
-    fn headers_use_grpc_names() {
-        use volo_grpc::codec::compression::{GzipConfig, ZlibConfig};
-
-        let layer = ClientCompressionLayer::new(
-            Some(VoloEncoding::Zlib(Some(ZlibConfig::default()))),
-            [
-                VoloEncoding::Zlib(None),
-                VoloEncoding::Gzip(Some(GzipConfig::default())),
-                VoloEncoding::Identity,
-            ],
-        );
-        let mut headers = HeaderMap::new();
-        layer.write_headers(&mut headers);
-        assert_eq!(headers[GRPC_ENCODING], "deflate");
-        // In the caller's order of preference, then identity.
-        assert_eq!(headers[GRPC_ACCEPT_ENCODING], "deflate,gzip,identity");
-
-        let gzip_first =
-            ClientCompressionLayer::new(None, [VoloEncoding::Gzip(None), VoloEncoding::Zlib(None)]);
-        let mut headers = HeaderMap::new();
-        gzip_first.write_headers(&mut headers);
-        assert_eq!(headers[GRPC_ACCEPT_ENCODING], "gzip,deflate,identity");
-    }
-
-    #[test]
-    fn no_compression_writes_no_headers() {
-        for layer in [
-            ClientCompressionLayer::default(),
-            ClientCompressionLayer::new(Some(VoloEncoding::Identity), [VoloEncoding::Identity]),
-        ] {
-            let mut headers = HeaderMap::new();
-            layer.write_headers(&mut headers);
-            assert!(headers.is_empty(), "{headers:?}");
-        }
-    }
 
     #[test]
     fn the_scope_is_seen_only_while_polling_and_nests() {
