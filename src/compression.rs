@@ -443,54 +443,34 @@ impl EncodingList {
     }
 }
 
-impl FromIterator<CompressionEncoding> for EncodingList {
-    fn from_iter<I: IntoIterator<Item = CompressionEncoding>>(iter: I) -> Self {
-        iter.into_iter()
-            .fold(EncodingList::empty(), |list, encoding| list.with(encoding))
-    }
-}
-
-impl fmt::Display for EncodingList {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_names(f, self.iter())
-    }
-}
-
-impl fmt::Debug for EncodingList {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_list().entries(self.iter()).finish()
-    }
-}
-
-impl FromIterator<CompressionEncoding> for EncodingSet {
-    fn from_iter<I: IntoIterator<Item = CompressionEncoding>>(iter: I) -> Self {
-        iter.into_iter()
-            .fold(EncodingSet::empty(), |set, encoding| set.with(encoding))
-    }
-}
-
-impl fmt::Display for EncodingSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write_names(f, self.iter())
-    }
-}
-
-impl fmt::Debug for EncodingSet {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_set().entries(self.iter()).finish()
-    }
-}
-
-/// Writes the encodings' names comma-separated, as the headers list them.
-fn write_names(
-    f: &mut fmt::Formatter<'_>,
-    encodings: impl Iterator<Item = CompressionEncoding>,
-) -> fmt::Result {
-    for (index, encoding) in encodings.enumerate() {
-        if index > 0 {
-            f.write_str(",")?;
+/// `FromIterator`, `Display` (the names comma-separated, as the headers list
+/// them) and `Debug` for both encoding collections.
+macro_rules! encoding_collection_impls {
+    ($($collection:ident: $debug:ident),*) => {$(
+        impl FromIterator<CompressionEncoding> for $collection {
+            fn from_iter<I: IntoIterator<Item = CompressionEncoding>>(iter: I) -> Self {
+                iter.into_iter().fold($collection::empty(), $collection::with)
+            }
         }
-        f.write_str(encoding.name())?;
-    }
-    Ok(())
+
+        impl fmt::Display for $collection {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                for (index, encoding) in self.iter().enumerate() {
+                    if index > 0 {
+                        f.write_str(",")?;
+                    }
+                    f.write_str(encoding.name())?;
+                }
+                Ok(())
+            }
+        }
+
+        impl fmt::Debug for $collection {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.$debug().entries(self.iter()).finish()
+            }
+        }
+    )*};
 }
+
+encoding_collection_impls!(EncodingList: debug_list, EncodingSet: debug_set);

@@ -33,6 +33,15 @@ pub mod encode;
 pub mod envelope;
 pub mod status;
 
+/// Puts `#[cfg(feature = $feature)]` on each item: the adapters' files and
+/// names that need the framework itself, not only its build hook.
+#[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
+macro_rules! with_feature {
+    ($feature:literal, $($item:item)*) => {
+        $(#[cfg(feature = $feature)] $item)*
+    };
+}
+
 // The code-only path rewriter both build hooks share.
 #[cfg(any(feature = "volo-build-hook", feature = "tonic-build-hook"))]
 mod rewrite;

@@ -11,6 +11,7 @@ use grpc_stream_codec::Code;
 use grpc_stream_codec::compression::{
     Compression, CompressionEncoding, CompressionLevel, Compressor, Decompressor,
 };
+use test_support::data::sample;
 
 /// The gzip member header this crate writes (RFC 1952: magic, deflate, no
 /// flags, no mtime, no extra flags, OS unknown).
@@ -25,12 +26,6 @@ const COMPRESSING: [CompressionEncoding; 3] = [
     CompressionEncoding::Deflate,
     CompressionEncoding::Zstd,
 ];
-
-fn sample(len: usize, seed: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| ((i * 31 + seed) % 251 / 3) as u8)
-        .collect()
-}
 
 fn compress_with(compressor: &mut Compressor, input: &[u8]) -> BytesMut {
     let mut out = BytesMut::new();

@@ -6,7 +6,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
@@ -16,7 +16,7 @@ use grpc_stream_codec::volo::{ClientCompressionLayer, RecvStream, encode};
 use http_body::Frame;
 use http_body_util::BodyExt;
 use motore::layer::Layer;
-use motore::service::Service;
+use motore::service::{Service, service_fn};
 use pilota::pb::encoding::{DecodeContext, WireType, bytes as pb_bytes, skip_field};
 use pilota::pb::{DecodeError, EncodeLengthContext, Message};
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
@@ -332,37 +332,21 @@ fn deflated(blob: &Blob) -> Bytes {
     Bytes::from(wire)
 }
 
-/// A client transport as volo-grpc's: `make` builds the response (its
-/// `encode` or `RecvStream`) while the layer polls the call.
-struct Transport<F>(F);
-
-impl<F, Fut, U> Service<ClientContext, Request<()>> for Transport<F>
-where
-    F: Fn(Request<()>) -> Fut + Sync,
-    Fut: Future<Output = Response<U>> + Send,
-    U: Send,
-{
-    type Response = Response<U>;
-    type Error = volo_grpc::Status;
-
-    async fn call(
-        &self,
-        _cx: &mut ClientContext,
-        req: Request<()>,
-    ) -> Result<Response<U>, volo_grpc::Status> {
-        Ok((self.0)(req).await)
-    }
-}
-
-/// One call through `layer` to a transport answering with `make`.
+/// One call through `layer` to a client transport that, as volo-grpc's,
+/// builds the response (its `encode` or `RecvStream`) while the layer polls
+/// the call.
 async fn call<F, Fut, U>(layer: ClientCompressionLayer, make: F) -> Response<U>
 where
-    F: Fn(Request<()>) -> Fut + Sync,
-    Fut: Future<Output = Response<U>> + Send,
-    U: Send,
+    F: Fn(Request<()>) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Response<U>> + Send + 'static,
+    U: Send + 'static,
 {
+    let transport = service_fn(move |_: &mut ClientContext, req| {
+        let response = make(req);
+        async move { Ok::<_, volo_grpc::Status>(response.await) }
+    });
     layer
-        .layer(Transport(make))
+        .layer(transport)
         .call(&mut ClientContext::default(), Request::new(()))
         .await
         .unwrap()
@@ -449,15 +433,17 @@ async fn layered_response(
     volo_encoding: Option<VoloEncoding>,
     headers: &http::HeaderMap,
 ) -> RecvStream<Blob> {
-    let body = Mutex::new(Some(body));
-    let layer = ClientCompressionLayer::default();
-    call(layer, |_| async {
-        let body = body.lock().unwrap().take().unwrap();
-        let stream =
-            RecvStream::<Blob>::new(body, Kind::Response(http::StatusCode::OK), volo_encoding);
-        let mut response = Response::new(stream);
-        *response.metadata_mut().headers_mut() = headers.clone();
-        response
+    let body = Arc::new(Mutex::new(Some(body)));
+    let headers = headers.clone();
+    call(ClientCompressionLayer::default(), move |_| {
+        let (body, headers) = (body.clone(), headers.clone());
+        async move {
+            let body = body.lock().unwrap().take().unwrap();
+            let kind = Kind::Response(http::StatusCode::OK);
+            let mut response = Response::new(RecvStream::<Blob>::new(body, kind, volo_encoding));
+            *response.metadata_mut().headers_mut() = headers;
+            response
+        }
     })
     .await
     .into_inner()

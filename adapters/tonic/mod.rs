@@ -21,43 +21,10 @@
 //! (compiled in `examples/readme-tonic-full` and `examples/readme-tonic`),
 //! what each changes and its limits.
 
-// The files, by job (docs/architecture.md lays them beside volo's):
-// full framing's server and client glue, with tonic's API
-#[cfg(feature = "tonic")]
-pub mod client;
-#[cfg(feature = "tonic")]
-pub mod server;
-// receiving: the message stream handlers and callers read, its decoder,
-// and tonic bodies as the core reads them
-#[cfg(feature = "tonic")]
-mod body;
-#[cfg(feature = "tonic")]
-mod decode;
-#[cfg(feature = "tonic")]
-mod recv;
-// sending: the message encoder and handlers' streams as encoder sources
-#[cfg(feature = "tonic")]
-mod encode;
-#[cfg(feature = "tonic")]
-mod send;
-// conversions with tonic: status, compression, metadata
-#[cfg(feature = "tonic")]
-mod compression;
-#[cfg(feature = "tonic")]
-mod metadata;
-#[cfg(feature = "tonic")]
-mod status;
-// the receive budget's layer
-#[cfg(feature = "tonic")]
-mod budget;
-// the build hook and the include check it pairs with
+// The files, by job (docs/architecture.md lays them beside volo's). The
+// build hook and the include check it pairs with build without tonic:
 pub mod build;
 mod include;
-// codec only (`codec_path`), and the codec type full framing is named by
-#[cfg(feature = "tonic")]
-mod codec;
-#[cfg(feature = "tonic")]
-mod framing_codec;
 
 #[doc(hidden)]
 pub use include::__private;
@@ -65,23 +32,37 @@ pub use include::__private;
 #[doc(inline)]
 pub use crate::__tonic_include_proto as include_proto;
 
-#[cfg(feature = "tonic")]
-pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};
-#[cfg(feature = "tonic")]
-pub use codec::{
-    BufferConfig, ProstCodec, ProstCodecWith, ProstDecoder, ProstEncoder, TonicDefaults,
-};
-#[cfg(feature = "tonic")]
-pub use compression::{encoding_from_tonic, encodings_from_tonic};
-#[cfg(feature = "tonic")]
-pub use decode::ProstMessageDecoder;
-#[cfg(feature = "tonic")]
-pub use encode::ProstMessageEncoder;
-#[cfg(feature = "tonic")]
-pub use framing_codec::FramingCodec;
-#[cfg(feature = "tonic")]
-pub use recv::Streaming;
-#[cfg(feature = "tonic")]
-pub use server::{default_batch_threshold, set_default_batch_threshold};
-#[cfg(feature = "tonic")]
-pub use tonic::codec::BufferSettings;
+with_feature! {"tonic",
+    // full framing's server and client glue, with tonic's API
+    pub mod client;
+    pub mod server;
+    // receiving: the message stream handlers and callers read, its decoder,
+    // and tonic bodies as the core reads them
+    mod body;
+    mod decode;
+    mod recv;
+    // sending: the message encoder and handlers' streams as encoder sources
+    mod encode;
+    mod send;
+    // conversions with tonic: status, compression, metadata
+    mod compression;
+    mod metadata;
+    mod status;
+    // the receive budget's layer
+    mod budget;
+    // codec only (`codec_path`), and the codec type full framing is named by
+    mod codec;
+    mod framing_codec;
+
+    pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};
+    pub use codec::{
+        BufferConfig, ProstCodec, ProstCodecWith, ProstDecoder, ProstEncoder, TonicDefaults,
+    };
+    pub use compression::{encoding_from_tonic, encodings_from_tonic};
+    pub use decode::ProstMessageDecoder;
+    pub use encode::ProstMessageEncoder;
+    pub use framing_codec::FramingCodec;
+    pub use recv::Streaming;
+    pub use server::{default_batch_threshold, set_default_batch_threshold};
+    pub use tonic::codec::BufferSettings;
+}

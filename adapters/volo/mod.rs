@@ -23,41 +23,8 @@
 //! The repository's `docs/volo.md` has the complete set-up, each layer's
 //! place and the peer input that panics volo-grpc.
 
-// The files, by job (docs/architecture.md lays them beside tonic's):
-// server and client glue: the server's layers (deflate under gRPC's name)
-// and the generated clients' builder, whose transport shows the adapter
-// the response headers; compression names for clients
-#[cfg(feature = "volo")]
-pub mod client;
-#[cfg(feature = "volo")]
-mod client_compression;
-#[cfg(feature = "volo")]
-mod server;
-// receiving: the message stream generated code builds, and a body read
-// without the headers
-#[cfg(feature = "volo")]
-mod recv;
-#[cfg(feature = "volo")]
-mod trailers_only;
-// sending: the encoder generated code calls
-#[cfg(feature = "volo")]
-mod encode;
-// conversions with volo-grpc: status, compression, metadata
-#[cfg(feature = "volo")]
-mod compression;
-#[cfg(feature = "volo")]
-mod metadata;
-#[cfg(feature = "volo")]
-mod status;
-// limits and the receive budget, handed to generated code through a
-// value scoped to one call
-#[cfg(feature = "volo")]
-mod budget;
-#[cfg(feature = "volo")]
-mod limits;
-#[cfg(feature = "volo")]
-mod scoped;
-// the build hook and the include check it pairs with
+// The files, by job (docs/architecture.md lays them beside tonic's). The
+// build hook and the include check it pairs with build without volo-grpc:
 pub mod build;
 mod include;
 
@@ -67,26 +34,40 @@ pub use include::__private;
 #[doc(inline)]
 pub use crate::__volo_include_service as include_service;
 
-#[cfg(feature = "volo")]
-pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
-#[cfg(feature = "volo")]
-pub use client::ClientBuilder;
-#[cfg(feature = "volo")]
-pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
-#[cfg(feature = "volo")]
-pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
-#[cfg(feature = "volo")]
-pub use encode::{PilotaEncoder, encode, encode_with_config};
-#[cfg(feature = "volo")]
-pub use limits::{
-    LimitsLayer, LimitsService, default_batch_threshold, default_limits,
-    set_default_batch_threshold, set_default_limits,
-};
-#[cfg(feature = "volo")]
-pub use metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
-#[cfg(feature = "volo")]
-pub use recv::{PilotaDecoder, RecvStream};
-#[cfg(feature = "volo")]
-pub use server::{DeflateName, DeflateNameLayer, rename_request_headers, rename_response_headers};
-#[cfg(feature = "volo")]
-pub use status::{code_from_volo, code_to_volo};
+with_feature! {"volo",
+    // server and client glue: the server's layers (deflate under gRPC's
+    // name) and the generated clients' builder, whose transport shows the
+    // adapter the response headers; compression names for clients
+    pub mod client;
+    mod client_compression;
+    mod server;
+    // receiving: the message stream generated code builds, and a body read
+    // without the headers
+    mod recv;
+    mod trailers_only;
+    // sending: the encoder generated code calls
+    mod encode;
+    // conversions with volo-grpc: status, compression, metadata
+    mod compression;
+    mod metadata;
+    mod status;
+    // limits and the receive budget, handed to generated code through a
+    // value scoped to one call
+    mod budget;
+    mod limits;
+    mod scoped;
+
+    pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
+    pub use client::ClientBuilder;
+    pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
+    pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
+    pub use encode::{PilotaEncoder, encode, encode_with_config};
+    pub use limits::{
+        LimitsLayer, LimitsService, default_batch_threshold, default_limits,
+        set_default_batch_threshold, set_default_limits,
+    };
+    pub use metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
+    pub use recv::{PilotaDecoder, RecvStream};
+    pub use server::{DeflateName, DeflateNameLayer, rename_request_headers, rename_response_headers};
+    pub use status::{code_from_volo, code_to_volo};
+}

@@ -2,23 +2,13 @@
 //! bounded room. Their public behaviour (every encoding, limits, corrupt and
 //! hostile input) is tested in `tests/compression_contexts.rs`.
 
+use test_support::data::sample;
+
 use super::compress::*;
 use super::decompress::*;
 use super::pool::*;
 use super::*;
 use crate::compression::CompressionLevel;
-
-const COMPRESSING: [CompressionEncoding; 3] = [
-    CompressionEncoding::Gzip,
-    CompressionEncoding::Deflate,
-    CompressionEncoding::Zstd,
-];
-
-fn sample(len: usize, seed: usize) -> Vec<u8> {
-    (0..len)
-        .map(|i| ((i * 31 + seed) % 251 / 3) as u8)
-        .collect()
-}
 
 fn compress_with(compressor: &mut Compressor, input: &[u8]) -> BytesMut {
     let mut out = BytesMut::new();
@@ -97,7 +87,11 @@ fn contexts_go_back_to_the_pool_grown_ones_within_the_cap_failed_ones_never() {
 fn bounded_room_stops_for_more_without_writing_past_it() {
     let input = sample(300_000, 3);
     let limit = 1 << 20;
-    for encoding in COMPRESSING {
+    for encoding in [
+        CompressionEncoding::Gzip,
+        CompressionEncoding::Deflate,
+        CompressionEncoding::Zstd,
+    ] {
         let wire = compress_with(&mut Compressor::new(Compression::new(encoding)), &input);
         let mut decompressor = Decompressor::new(encoding);
         // Too little room, well within the limit: stop, keep nothing,

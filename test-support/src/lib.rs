@@ -4,7 +4,7 @@
 //! to come to rest ([`settle`]); a server task a test owns ([`running`]) and
 //! a source of message bursts ([`burst`]); a server binary a test starts
 //! ([`process`]); the process's resident memory, which sees C allocations
-//! ([`rss`]).
+//! ([`rss`]); compressible payloads ([`data`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -12,6 +12,7 @@
 
 pub mod alloc;
 pub mod burst;
+pub mod data;
 pub mod process;
 pub mod raw_h2;
 pub mod rss;
