@@ -42,6 +42,11 @@ macro_rules! with_feature {
     };
 }
 
+// The include check both adapters' include macros share.
+#[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
+#[macro_use]
+mod include_check;
+
 // The code-only path rewriter both build hooks share.
 #[cfg(any(feature = "volo-build-hook", feature = "tonic-build-hook"))]
 mod rewrite;

@@ -2,57 +2,18 @@
 //! tonic-prost-build's output and fails the build, naming the fix, when the
 //! [build hook](super::build) did not rewrite it.
 //!
-//! How the check works: the hook appends to each file it rewrites an import
-//! of the module [`__private::rewritten`] under a fixed name. The macro
-//! glob-imports [`__private::stock`] under the same name; an import written
-//! in the module shadows a glob import, so the fallback is only seen when
-//! the marker is missing. The macro then invokes `check!` through that name:
-//! `rewritten::check!` expands to nothing, `stock::check!` to a
-//! `compile_error!` naming the fix. Both are resolved while macros expand,
-//! before rustc checks any type, so the message is the build's first error
-//! even when handlers written for full framing no longer match the stock
-//! service traits.
-//!
-//! The check runs at macro expansion on purpose: a `const` assertion is
-//! evaluated after type checking, so rustc would first print its own
-//! mismatched-signature errors (E0053), whose hints point at stock tonic.
+//! How the check works, and why at macro expansion: `src/include_check.rs`.
+//! (A `const` assertion would let rustc print its mismatched-signature
+//! errors first, whose hints point at stock tonic.)
 
-/// What the hook appends to each file of tonic-prost-build's output: the
-/// import [`include_proto!`](crate::tonic::include_proto) checks for.
-#[cfg(feature = "tonic-build-hook")]
-pub(super) const MARKER: &str = "
-// Added by grpc_stream_codec::tonic::build: this output was rewritten onto
+include_check! {
+    adapter: "tonic",
+    comment: "// Added by grpc_stream_codec::tonic::build: this output was rewritten onto
 // grpc-stream-codec's full framing after tonic-prost-build wrote it.
 // Checked by grpc_stream_codec::tonic::include_proto!.
-#[doc(hidden)]
-#[allow(unused_imports)]
-use ::grpc_stream_codec::tonic::__private::rewritten as __grpc_stream_codec_tonic_check;
-";
-
-/// Support for [`include_proto!`](crate::tonic::include_proto); not an API.
-#[doc(hidden)]
-pub mod __private {
-    /// What the hook's marker imports: the check passes.
-    pub mod rewritten {
-        pub use crate::__tonic_include_rewritten as check;
-    }
-
-    /// The fallback: the check fails, naming the fix.
-    pub mod stock {
-        pub use crate::__tonic_include_stock as check;
-    }
-
-    /// Glob-imported by the macro; the marker's import shadows it.
-    pub mod fallback {
-        pub use super::stock as __grpc_stream_codec_tonic_check;
-    }
-}
-
-/// The check of a file the hook rewrote: nothing to say.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __tonic_include_rewritten {
-    ($($any:tt)*) => {};
+",
+    name: __grpc_stream_codec_tonic_check,
+    stock: __tonic_include_stock
 }
 
 /// The check of a file without the hook's marker.

@@ -2,54 +2,16 @@
 //! output and fails the build, naming the fix, when the [build hook](super::build)
 //! did not rewrite it.
 //!
-//! How the check works: the hook appends to each file a user includes (the
-//! root of each generated tree) an import of [`__private::rewritten`] under
-//! a fixed name. The macro glob-imports [`__private::stock`] under the same
-//! name; an import written in the module shadows a glob import, so the
-//! fallback is only seen when the marker is missing. The macro then invokes
-//! `check!` through that name: `rewritten::check!` expands to nothing,
-//! `stock::check!` to a `compile_error!` naming the fix. Both are resolved
-//! while macros expand, before rustc checks any type, so the message is the
-//! build's first error, ahead of the mismatched-signature errors (E0053)
-//! that handlers written for the adapter's `RecvStream` get against stock
-//! code (a `const` assertion would come after those).
+//! How the check works: `src/include_check.rs`.
 
-/// What the hook appends to each root file of volo-build's output: the
-/// import [`include_service!`](crate::volo::include_service) checks for.
-pub(super) const MARKER: &str = "
-// Added by grpc_stream_codec::volo::build: this output was rewritten onto
+include_check! {
+    adapter: "volo",
+    comment: "// Added by grpc_stream_codec::volo::build: this output was rewritten onto
 // the adapter after volo-build wrote it. Checked by
 // grpc_stream_codec::volo::include_service!.
-#[doc(hidden)]
-#[allow(unused_imports)]
-use ::grpc_stream_codec::volo::__private::rewritten as __grpc_stream_codec_volo_check;
-";
-
-/// Support for [`include_service!`](crate::volo::include_service); not an
-/// API.
-#[doc(hidden)]
-pub mod __private {
-    /// What the hook's marker imports: the check passes.
-    pub mod rewritten {
-        pub use crate::__volo_include_rewritten as check;
-    }
-
-    /// The fallback: the check fails, naming the fix.
-    pub mod stock {
-        pub use crate::__volo_include_stock as check;
-    }
-
-    /// Glob-imported by the macro; the marker's import shadows it.
-    pub mod fallback {
-        pub use super::stock as __grpc_stream_codec_volo_check;
-    }
-}
-
-/// The check of a file the hook rewrote: nothing to say.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __volo_include_rewritten {
-    ($($any:tt)*) => {};
+",
+    name: __grpc_stream_codec_volo_check,
+    stock: __volo_include_stock
 }
 
 /// The check of a file without the hook's marker.
