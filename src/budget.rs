@@ -147,6 +147,8 @@
 //! process that also counts other memory) and pass it as
 //! [`Budget::new(policy)`](Budget::new).
 
+#[cfg(any(feature = "tonic", feature = "volo"))]
+mod layer;
 mod share;
 mod shared;
 mod stream;
@@ -157,6 +159,8 @@ use std::task::{Context, Poll};
 
 use crate::status::Status;
 
+#[cfg(any(feature = "tonic", feature = "volo"))]
+pub(crate) use layer::LayerBudget;
 pub(crate) use share::{Counted, Share};
 pub use shared::{DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER, Http2Windows, SharedBudget};
 pub(crate) use stream::StreamBudget;

@@ -22,6 +22,25 @@ macro_rules! __include_rewritten {
     ($($any:tt)*) => {};
 }
 
+/// The body of an adapter's include macro: the fallback glob import, the
+/// file (`OUT_DIR/{file}{suffix}`), and the check through `name`.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_checked {
+    ($adapter:ident, $name:ident, $file:literal, $suffix:literal) => {
+        #[allow(unused_imports)]
+        use $crate::$adapter::__private::fallback::*;
+
+        include!(concat!(env!("OUT_DIR"), "/", $file, $suffix));
+
+        // In a block, so that the invocation cannot define the name it is
+        // resolved through (rustc refuses to decide that case).
+        const _: () = {
+            self::$name::check!($file);
+        };
+    };
+}
+
 /// An adapter's half of the check: `MARKER`, what its hook appends (the
 /// `comment`, then the import of `adapter::__private::rewritten` as
 /// `name`), and the `__private` module the marker and the include macro

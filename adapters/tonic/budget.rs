@@ -17,7 +17,7 @@
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll, ready};
 
 use http::Extensions;
@@ -25,7 +25,7 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::budget::Budget;
+use crate::budget::{Budget, LayerBudget};
 
 /// The budget a [`ReceiveBudgetLayer`] attached, as an HTTP extension, with
 /// the call's probe (shared by the request's and the response's tag).
@@ -45,34 +45,23 @@ struct Probe {
     /// response or an error), or dropped before its response: there was
     /// nothing to count, or no chance to.
     exempt: AtomicBool,
-    shared: Arc<Shared>,
-}
-
-/// What a layer and every service made from it share.
-#[derive(Debug, Default)]
-struct Shared {
-    uncounted: AtomicU64,
-    warned: AtomicBool,
+    layer: LayerBudget,
 }
 
 impl Drop for Probe {
     fn drop(&mut self) {
-        if self.read.load(Ordering::Relaxed) || self.exempt.load(Ordering::Relaxed) {
-            return;
-        }
-        self.shared.uncounted.fetch_add(1, Ordering::Relaxed);
-        if !self.shared.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "grpc_stream_codec::tonic::ReceiveBudgetLayer: a call went through the layer \
-                 but its messages were not counted: the service or client it reached does \
-                 not use grpc-stream-codec's full framing (stock tonic, the codec-only path, \
-                 tonic-health, ...), so the receive budget does not bound it. Generate the \
-                 service and client with the tonic build hook. (Logged once per layer; see \
-                 ReceiveBudgetLayer::uncounted_calls.)"
-            );
+        if !self.read.load(Ordering::Relaxed) && !self.exempt.load(Ordering::Relaxed) {
+            self.layer.note_uncounted();
         }
     }
 }
+
+/// Logged the first time a call through a layer is not counted.
+const UNCOUNTED: &str = "grpc_stream_codec::tonic::ReceiveBudgetLayer: a call went through the \
+    layer but its messages were not counted: the service or client it reached does not use \
+    grpc-stream-codec's full framing (stock tonic, the codec-only path, tonic-health, ...), so \
+    the receive budget does not bound it. Generate the service and client with the tonic build \
+    hook. (Logged once per layer; see ReceiveBudgetLayer::uncounted_calls.)";
 
 /// The budget a [`ReceiveBudgetLayer`] attached to a request or response.
 pub(crate) fn tagged_budget(extensions: &Extensions) -> Option<Budget> {
@@ -113,16 +102,14 @@ pub(crate) fn tagged_budget(extensions: &Extensions) -> Option<Budget> {
 /// not judged.
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetLayer {
-    budget: Budget,
-    shared: Arc<Shared>,
+    layer: LayerBudget,
 }
 
 impl ReceiveBudgetLayer {
     /// A layer for `budget`.
     pub fn new(budget: impl Into<Budget>) -> Self {
         ReceiveBudgetLayer {
-            budget: budget.into(),
-            shared: Arc::default(),
+            layer: LayerBudget::new(budget.into(), UNCOUNTED),
         }
     }
 
@@ -131,7 +118,7 @@ impl ReceiveBudgetLayer {
     /// client they reached does not use this crate's full framing. A call
     /// is judged once its request and response are dropped.
     pub fn uncounted_calls(&self) -> u64 {
-        self.shared.uncounted.load(Ordering::Relaxed)
+        self.layer.uncounted_calls()
     }
 }
 
@@ -141,8 +128,7 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
     fn layer(&self, inner: S) -> Self::Service {
         ReceiveBudgetService {
             inner,
-            budget: self.budget.clone(),
-            shared: self.shared.clone(),
+            layer: self.layer.clone(),
         }
     }
 }
@@ -152,14 +138,13 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetService<S> {
     inner: S,
-    budget: Budget,
-    shared: Arc<Shared>,
+    layer: LayerBudget,
 }
 
 impl<S> ReceiveBudgetService<S> {
     /// See [`ReceiveBudgetLayer::uncounted_calls`].
     pub fn uncounted_calls(&self) -> u64 {
-        self.shared.uncounted.load(Ordering::Relaxed)
+        self.layer.uncounted_calls()
     }
 }
 
@@ -177,11 +162,11 @@ where
 
     fn call(&mut self, mut request: http::Request<B>) -> Self::Future {
         let tag = Tagged {
-            budget: self.budget.clone(),
+            budget: self.layer.budget().clone(),
             probe: Arc::new(Probe {
                 read: AtomicBool::new(false),
                 exempt: AtomicBool::new(false),
-                shared: self.shared.clone(),
+                layer: self.layer.clone(),
             }),
         };
         request.extensions_mut().insert(tag.clone());

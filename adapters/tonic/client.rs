@@ -4,7 +4,6 @@
 //! transport below it (a `tonic::transport::Channel`, interceptors, any tower
 //! service) is tonic's and works as before.
 
-use std::fmt;
 use std::future::poll_fn;
 
 use futures_core::Stream;
@@ -20,7 +19,7 @@ use tonic::metadata::{GRPC_CONTENT_TYPE, MetadataMap};
 use super::ProstMessageEncoder;
 use super::body::bytes_body;
 use super::budget::tagged_budget;
-use super::compression::encoding_from_tonic;
+use super::compression::{accept_and_limits, encoding_from_tonic};
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
 use super::recv::Streaming;
@@ -57,6 +56,7 @@ const RESERVED_REQUEST_HEADERS: [&str; 5] = [
 ///   response cut inside a message is `internal` — never a silent `OK`.
 /// - A trailers-only error answers the call itself; a response without a
 ///   `grpc-status` is an error.
+#[derive(Clone, Debug)]
 pub struct Grpc<T> {
     inner: T,
     origin: Uri,
@@ -90,29 +90,18 @@ impl<T> Grpc<T> {
         self
     }
 
-    /// Asks the server to compress responses with `encoding`. Calls are an
-    /// order of preference: `grpc-accept-encoding` lists the encodings in
-    /// the order of the calls, then `identity` (`zstd,gzip,identity` after
-    /// `accept_compressed(Zstd)` and `accept_compressed(Gzip)`), as stock
-    /// tonic does, and servers answer with the first they may send.
-    pub fn accept_compressed(mut self, encoding: TonicEncoding) -> Self {
-        if let Some(encoding) = encoding_from_tonic(encoding) {
-            self.accept = self.accept.with(encoding);
-        }
-        self
-    }
-
-    /// The largest response message accepted, after decompression (default
-    /// 4 MiB).
-    pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
-        self.limits = self.limits.with_max_receive(limit);
-        self
-    }
-
-    /// The largest request message sent (default unlimited).
-    pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
-        self.limits = self.limits.with_max_send(limit);
-        self
+    accept_and_limits! {
+        /// Asks the server to compress responses with `encoding`. Calls are an
+        /// order of preference: `grpc-accept-encoding` lists the encodings in
+        /// the order of the calls, then `identity` (`zstd,gzip,identity` after
+        /// `accept_compressed(Zstd)` and `accept_compressed(Gzip)`), as stock
+        /// tonic does, and servers answer with the first they may send.
+        accept_compressed;
+        /// The largest response message accepted, after decompression (default
+        /// 4 MiB).
+        max_decoding_message_size;
+        /// The largest request message sent (default unlimited).
+        max_encoding_message_size;
     }
 
     /// Waits until the transport can take a call.
@@ -122,7 +111,15 @@ impl<T> Grpc<T> {
     {
         poll_fn(|cx| self.inner.poll_ready(cx)).await
     }
+}
 
+/// The calls, over a transport that takes tonic's request body.
+impl<T> Grpc<T>
+where
+    T: GrpcService<Body>,
+    T::ResponseBody: HttpBody + Send + 'static,
+    <T::ResponseBody as HttpBody>::Error: Into<StdError>,
+{
     /// Makes a unary call.
     pub async fn unary<M1, M2, C>(
         &mut self,
@@ -131,9 +128,6 @@ impl<T> Grpc<T> {
         codec: C,
     ) -> Result<tonic::Response<M2>, tonic::Status>
     where
-        T: GrpcService<Body>,
-        T::ResponseBody: HttpBody + Send + 'static,
-        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
         C: FramingCodec<Encode = M1, Decode = M2>,
         M1: prost::Message + Send + Sync + 'static,
         M2: prost::Message + Default + Send + Sync + 'static,
@@ -150,9 +144,6 @@ impl<T> Grpc<T> {
         codec: C,
     ) -> Result<tonic::Response<M2>, tonic::Status>
     where
-        T: GrpcService<Body>,
-        T::ResponseBody: HttpBody + Send + 'static,
-        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
         S: Stream<Item = M1> + Send + 'static,
         C: FramingCodec<Encode = M1, Decode = M2>,
         M1: prost::Message + Send + Sync + 'static,
@@ -183,9 +174,6 @@ impl<T> Grpc<T> {
         codec: C,
     ) -> Result<tonic::Response<Streaming<M2>>, tonic::Status>
     where
-        T: GrpcService<Body>,
-        T::ResponseBody: HttpBody + Send + 'static,
-        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
         C: FramingCodec<Encode = M1, Decode = M2>,
         M1: prost::Message + Send + Sync + 'static,
         M2: prost::Message + Default + Send + Sync + 'static,
@@ -202,9 +190,6 @@ impl<T> Grpc<T> {
         _codec: C,
     ) -> Result<tonic::Response<Streaming<M2>>, tonic::Status>
     where
-        T: GrpcService<Body>,
-        T::ResponseBody: HttpBody + Send + 'static,
-        <T::ResponseBody as HttpBody>::Error: Into<StdError>,
         S: Stream<Item = M1> + Send + 'static,
         C: FramingCodec<Encode = M1, Decode = M2>,
         M1: prost::Message + Send + Sync + 'static,
@@ -294,28 +279,4 @@ impl<T> Grpc<T> {
 
 fn invalid_uri() -> tonic::Status {
     tonic::Status::internal("the origin and method path do not form a valid URI")
-}
-
-impl<T: Clone> Clone for Grpc<T> {
-    fn clone(&self) -> Self {
-        Grpc {
-            inner: self.inner.clone(),
-            origin: self.origin.clone(),
-            send: self.send,
-            accept: self.accept,
-            limits: self.limits,
-        }
-    }
-}
-
-impl<T: fmt::Debug> fmt::Debug for Grpc<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Grpc")
-            .field("inner", &self.inner)
-            .field("origin", &self.origin)
-            .field("send", &self.send)
-            .field("accept", &self.accept)
-            .field("limits", &self.limits)
-            .finish()
-    }
 }

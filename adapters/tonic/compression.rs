@@ -49,6 +49,38 @@ pub fn encodings_from_tonic(enabled: EnabledCompressionEncodings) -> EncodingSet
     set
 }
 
+/// The builder methods `server::Grpc` and `client::Grpc` share with
+/// tonic's: `accept_compressed` (into the `accept` field) and the two
+/// message size limits (into `limits`), each with the docs of its side.
+macro_rules! accept_and_limits {
+    (
+        $(#[$accept:meta])* accept_compressed;
+        $(#[$decode:meta])* max_decoding_message_size;
+        $(#[$encode:meta])* max_encoding_message_size;
+    ) => {
+        $(#[$accept])*
+        pub fn accept_compressed(mut self, encoding: TonicEncoding) -> Self {
+            if let Some(encoding) = encoding_from_tonic(encoding) {
+                self.accept = self.accept.with(encoding);
+            }
+            self
+        }
+
+        $(#[$decode])*
+        pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
+            self.limits = self.limits.with_max_receive(limit);
+            self
+        }
+
+        $(#[$encode])*
+        pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
+            self.limits = self.limits.with_max_send(limit);
+            self
+        }
+    };
+}
+pub(super) use accept_and_limits;
+
 /// The encoding of a received stream, from its `grpc-encoding`, checked
 /// against what this side accepts.
 ///

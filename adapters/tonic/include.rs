@@ -65,15 +65,6 @@ macro_rules! __tonic_include_stock {
 #[doc(hidden)]
 macro_rules! __tonic_include_proto {
     ($package:literal) => {
-        #[allow(unused_imports)]
-        use $crate::tonic::__private::fallback::*;
-
-        include!(concat!(env!("OUT_DIR"), "/", $package, ".rs"));
-
-        // In a block, so that the invocation cannot define the name it is
-        // resolved through (rustc refuses to decide that case).
-        const _: () = {
-            self::__grpc_stream_codec_tonic_check::check!($package);
-        };
+        $crate::__include_checked!(tonic, __grpc_stream_codec_tonic_check, $package, ".rs");
     };
 }

@@ -29,6 +29,7 @@ use super::ProstMessageEncoder;
 use super::body::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::{
+    accept_and_limits,
     ENCODING_NAME, encoding_from_tonic, encodings_from_tonic, negotiate_received,
 };
 use super::framing_codec::FramingCodec;
@@ -161,14 +162,6 @@ impl<C: FramingCodec> Grpc<C> {
         }
     }
 
-    /// Accepts requests compressed with `encoding`.
-    pub fn accept_compressed(mut self, encoding: TonicEncoding) -> Self {
-        if let Some(encoding) = encoding_from_tonic(encoding) {
-            self.accept = self.accept.with(encoding);
-        }
-        self
-    }
-
     /// Compresses responses with `encoding` when the client accepts it.
     pub fn send_compressed(mut self, encoding: TonicEncoding) -> Self {
         if let Some(encoding) = encoding_from_tonic(encoding) {
@@ -177,18 +170,15 @@ impl<C: FramingCodec> Grpc<C> {
         self
     }
 
-    /// The largest request message accepted, after decompression (default
-    /// 4 MiB).
-    pub fn max_decoding_message_size(mut self, limit: usize) -> Self {
-        self.limits = self.limits.with_max_receive(limit);
-        self
-    }
-
-    /// The largest response message sent (default unlimited); a larger one
-    /// ends the call with `resource_exhausted`.
-    pub fn max_encoding_message_size(mut self, limit: usize) -> Self {
-        self.limits = self.limits.with_max_send(limit);
-        self
+    accept_and_limits! {
+        /// Accepts requests compressed with `encoding`.
+        accept_compressed;
+        /// The largest request message accepted, after decompression (default
+        /// 4 MiB).
+        max_decoding_message_size;
+        /// The largest response message sent (default unlimited); a larger one
+        /// ends the call with `resource_exhausted`.
+        max_encoding_message_size;
     }
 
     /// Applies a generated server's compression settings.

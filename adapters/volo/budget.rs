@@ -10,14 +10,14 @@
 //! 3. per process: [`set_default_budget`].
 
 use std::cell::RefCell;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use motore::layer::Layer;
 use motore::service::Service;
 
 use super::scoped::{self, Scoped};
-use crate::budget::Budget;
+use crate::budget::{Budget, LayerBudget};
 
 static DEFAULT_SET: AtomicBool = AtomicBool::new(false);
 static DEFAULT: RwLock<Option<Budget>> = RwLock::new(None);
@@ -34,28 +34,13 @@ struct Scope {
     taken: Arc<AtomicBool>,
 }
 
-/// What a layer and every service made from it share.
-#[derive(Debug, Default)]
-struct Shared {
-    uncounted: AtomicU64,
-    warned: AtomicBool,
-}
-
-impl Shared {
-    fn note_uncounted(&self) {
-        self.uncounted.fetch_add(1, Ordering::Relaxed);
-        if !self.warned.swap(true, Ordering::Relaxed) {
-            tracing::warn!(
-                "grpc_stream_codec::volo::ReceiveBudgetLayer: a call went through the layer \
-                 but no stream of grpc-stream-codec took its budget: the service or client \
-                 it wraps decodes with volo-grpc's own RecvStream (the build hook did not \
-                 rewrite it), or the layer is not where the streams are made (a server \
-                 needs layer_front, a client layer_inner), so the receive budget does not \
-                 bound it. (Logged once per layer; see ReceiveBudgetLayer::uncounted_calls.)"
-            );
-        }
-    }
-}
+/// Logged the first time a call through a layer is not counted.
+const UNCOUNTED: &str = "grpc_stream_codec::volo::ReceiveBudgetLayer: a call went through the \
+    layer but no stream of grpc-stream-codec took its budget: the service or client it wraps \
+    decodes with volo-grpc's own RecvStream (the build hook did not rewrite it), or the layer \
+    is not where the streams are made (a server needs layer_front, a client layer_inner), so \
+    the receive budget does not bound it. (Logged once per layer; see \
+    ReceiveBudgetLayer::uncounted_calls.)";
 
 /// Sets the budget every `RecvStream` created from now on counts against,
 /// unless a [`ReceiveBudgetLayer`] or the stream itself says otherwise;
@@ -130,16 +115,14 @@ pub(super) fn budget_for_new_stream() -> Option<Budget> {
 /// warning the first time. Calls that fail are not judged.
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetLayer {
-    budget: Budget,
-    shared: Arc<Shared>,
+    layer: LayerBudget,
 }
 
 impl ReceiveBudgetLayer {
     /// A layer giving streams `budget`.
     pub fn new(budget: impl Into<Budget>) -> Self {
         ReceiveBudgetLayer {
-            budget: budget.into(),
-            shared: Arc::default(),
+            layer: LayerBudget::new(budget.into(), UNCOUNTED),
         }
     }
 
@@ -147,7 +130,7 @@ impl ReceiveBudgetLayer {
     /// made from it) during which no stream of this crate took the budget,
     /// so their messages were not counted.
     pub fn uncounted_calls(&self) -> u64 {
-        self.shared.uncounted.load(Ordering::Relaxed)
+        self.layer.uncounted_calls()
     }
 }
 
@@ -157,8 +140,7 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
     fn layer(self, inner: S) -> ReceiveBudgetService<S> {
         ReceiveBudgetService {
             inner,
-            budget: self.budget,
-            shared: self.shared,
+            layer: self.layer,
         }
     }
 }
@@ -167,14 +149,13 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
 #[derive(Clone, Debug)]
 pub struct ReceiveBudgetService<S> {
     inner: S,
-    budget: Budget,
-    shared: Arc<Shared>,
+    layer: LayerBudget,
 }
 
 impl<S> ReceiveBudgetService<S> {
     /// See [`ReceiveBudgetLayer::uncounted_calls`].
     pub fn uncounted_calls(&self) -> u64 {
-        self.shared.uncounted.load(Ordering::Relaxed)
+        self.layer.uncounted_calls()
     }
 }
 
@@ -189,13 +170,13 @@ where
 
     async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
         let scope = Scope {
-            budget: self.budget.clone(),
+            budget: self.layer.budget().clone(),
             taken: Arc::new(AtomicBool::new(false)),
         };
         let taken = scope.taken.clone();
         let result = Scoped::new(&SCOPED, scope, self.inner.call(cx, req)).await;
         if result.is_ok() && !taken.load(Ordering::Relaxed) {
-            self.shared.note_uncounted();
+            self.layer.note_uncounted();
         }
         result
     }

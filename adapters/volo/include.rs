@@ -63,15 +63,6 @@ macro_rules! __volo_include_stock {
 #[doc(hidden)]
 macro_rules! __volo_include_service {
     ($file:literal) => {
-        #[allow(unused_imports)]
-        use $crate::volo::__private::fallback::*;
-
-        include!(concat!(env!("OUT_DIR"), "/", $file));
-
-        // In a block, so that the invocation cannot define the name it is
-        // resolved through (rustc refuses to decide that case).
-        const _: () = {
-            self::__grpc_stream_codec_volo_check::check!($file);
-        };
+        $crate::__include_checked!(volo, __grpc_stream_codec_volo_check, $file, "");
     };
 }

@@ -431,6 +431,16 @@ impl Inner {
         state.under_way.len() + state.starting.len()
     }
 
+    /// Serves the waiters, if any, and wakes them once the lock is released.
+    fn serve_waiting(&self, mut state: MutexGuard<'_, State>) {
+        if Self::waiting(&state) == 0 {
+            return;
+        }
+        let woken = self.serve(&mut state);
+        drop(state);
+        woken.into_iter().for_each(Waker::wake);
+    }
+
     fn start_timer(&self, state: &mut State) {
         if state.timer_running {
             return;
@@ -595,12 +605,7 @@ impl ReceiveBudget for Inner {
     fn release(&self, bytes: usize) {
         let mut state = self.lock();
         state.in_use = state.in_use.saturating_sub(bytes);
-        if Self::waiting(&state) == 0 {
-            return;
-        }
-        let woken = self.serve(&mut state);
-        drop(state);
-        woken.into_iter().for_each(Waker::wake);
+        self.serve_waiting(state);
     }
 
     fn message_received(&self, slot: &mut WaitSlot) {
@@ -610,12 +615,7 @@ impl ReceiveBudget for Inner {
         }
         let mut state = self.lock();
         state.reserved = state.reserved.saturating_sub(promised);
-        if Self::waiting(&state) == 0 {
-            return;
-        }
-        let woken = self.serve(&mut state);
-        drop(state);
-        woken.into_iter().for_each(Waker::wake);
+        self.serve_waiting(state);
     }
 
     fn message_done(&self, slot: &mut WaitSlot) {
@@ -627,9 +627,7 @@ impl ReceiveBudget for Inner {
         // Whoever heads the queue may take the overdraft now, or when it
         // has waited long enough: the timer sleeps until then.
         self.timer.notify_one();
-        let woken = self.serve(&mut state);
-        drop(state);
-        woken.into_iter().for_each(Waker::wake);
+        self.serve_waiting(state);
     }
 
     fn cancel(&self, slot: &mut WaitSlot) {
@@ -661,9 +659,7 @@ impl ReceiveBudget for Inner {
             state.overdraft = None;
             self.timer.notify_one();
         }
-        let woken = self.serve(&mut state);
-        drop(state);
-        woken.into_iter().for_each(Waker::wake);
+        self.serve_waiting(state);
     }
 
     fn stats(&self) -> BudgetStats {

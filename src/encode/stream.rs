@@ -164,20 +164,14 @@ where
                 buffer.first_message_hint(this.encoder.copied_len_hint(&item));
             }
             buffer.prepare_batch();
+            let limit = this.config.max_send().min(MAX_PAYLOAD);
             let encoded = match compression {
-                None => encode_plain(this.encoder, item, buffer, this.config.max_send()),
+                None => encode_plain(this.encoder, item, buffer, limit),
                 Some(compression) => {
                     let (scratch, compressor) = this
                         .scratch
                         .get_or_insert_with(|| (BatchBuffer::new(0), Compressor::new(compression)));
-                    encode_compressed(
-                        this.encoder,
-                        item,
-                        buffer,
-                        scratch,
-                        compressor,
-                        this.config.max_send(),
-                    )
+                    encode_compressed(this.encoder, item, buffer, scratch, compressor, limit)
                 }
             };
             if let Err((error, partial)) = encoded {
@@ -223,9 +217,8 @@ fn encode_plain<E: MessageEncoder>(
     encoder: &mut E,
     item: E::Item,
     buffer: &mut BatchBuffer,
-    max_send: usize,
+    limit: usize,
 ) -> Result<(), (Status, Mark)> {
-    let limit = max_send.min(MAX_PAYLOAD);
     let start = buffer.mark();
     let at_start = |error| (error, start);
     let exact = encoder.exact_len(&item);
@@ -257,9 +250,8 @@ fn encode_compressed<E: MessageEncoder>(
     buffer: &mut BatchBuffer,
     scratch: &mut BatchBuffer,
     compressor: &mut Compressor,
-    max_send: usize,
+    limit: usize,
 ) -> Result<(), (Status, Mark)> {
-    let limit = max_send.min(MAX_PAYLOAD);
     let start = buffer.mark();
     let at_start = |error| (error, start);
     let encoded = encoder.encode(item, scratch.dst());
