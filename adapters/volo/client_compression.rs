@@ -33,20 +33,17 @@
 //! ends without trailers.
 
 use std::cell::RefCell;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
-use std::task::{Context, Poll};
 
 use http::{HeaderMap, HeaderValue};
 use motore::layer::Layer;
 use motore::service::Service;
-use pin_project_lite::pin_project;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::context::ClientContext;
 use volo_grpc::{Request, Response};
 
 use super::compression::{compression_from_volo, encoding_from_volo};
+use super::scoped::{self, Scoped};
 use crate::compression::{Compression, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::GRPC_STATUS;
 
@@ -162,11 +159,7 @@ where
             send: self.config.send,
             response: Some(response_headers.clone()),
         };
-        let response = InScope {
-            scope: Some(scope),
-            inner: self.inner.call(cx, req),
-        }
-        .await?;
+        let response = Scoped::new(&SCOPE, scope, self.inner.call(cx, req)).await?;
         response_headers.set(response.metadata().headers());
         Ok(response)
     }
@@ -216,19 +209,14 @@ thread_local! {
 /// The compression the enclosing [`ClientCompressionLayer`] asks requests
 /// to be sent with, if the code runs inside one's call.
 pub(super) fn scoped_send() -> Option<Compression> {
-    SCOPE.with(|scope| scope.borrow().as_ref().and_then(|scope| scope.send))
+    scoped::current(&SCOPE).and_then(|scope| scope.send)
 }
 
 /// Where the enclosing [`ClientCompressionLayer`] will put the response's
 /// `grpc-encoding`, if the code runs inside one's call and it accepts
 /// compressed responses.
 pub(super) fn scoped_response_headers() -> Option<ResponseHeaders> {
-    SCOPE.with(|scope| {
-        scope
-            .borrow()
-            .as_ref()
-            .and_then(|scope| scope.response.clone())
-    })
+    scoped::current(&SCOPE).and_then(|scope| scope.response)
 }
 
 /// Runs `make` (the generated `RecvEntryMessage::from_body`, which creates
@@ -238,96 +226,9 @@ pub(super) fn scoped_response_headers() -> Option<ResponseHeaders> {
 pub(super) fn with_response_headers<R>(headers: &HeaderMap, make: impl FnOnce() -> R) -> R {
     let slot = ResponseHeaders::default();
     slot.set(headers);
-    let mut scope = Some(CallScope {
+    let scope = CallScope {
         send: scoped_send(),
         response: Some(slot),
-    });
-    let _installed = Installed::swap(&mut scope);
-    make()
-}
-
-pin_project! {
-    /// Polls `inner` with `scope` installed in the thread-local.
-    struct InScope<F> {
-        scope: Option<CallScope>,
-        #[pin]
-        inner: F,
-    }
-}
-
-impl<F: Future> Future for InScope<F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let _installed = Installed::swap(this.scope);
-        this.inner.poll(cx)
-    }
-}
-
-/// Swaps a scope into the thread-local and back out on drop, so an
-/// unwinding poll leaves nothing behind and nested scopes restore the outer.
-struct Installed<'a> {
-    slot: &'a mut Option<CallScope>,
-}
-
-impl<'a> Installed<'a> {
-    fn swap(slot: &'a mut Option<CallScope>) -> Self {
-        SCOPE.with(|scope| std::mem::swap(&mut *scope.borrow_mut(), slot));
-        Installed { slot }
-    }
-}
-
-impl Drop for Installed<'_> {
-    fn drop(&mut self) {
-        SCOPE.with(|scope| std::mem::swap(&mut *scope.borrow_mut(), self.slot));
-    }
-}
-
-/// The layer's headers and its compressed calls are tested through the
-/// public API in `tests/volo_adapter.rs`.
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::compression::CompressionEncoding;
-
-    #[test]
-    fn the_scope_is_seen_only_while_polling_and_nests() {
-        let outer = CallScope {
-            send: Some(Compression::new(CompressionEncoding::Gzip)),
-            response: None,
-        };
-        let inner = CallScope {
-            send: Some(Compression::new(CompressionEncoding::Deflate)),
-            response: Some(ResponseHeaders::default()),
-        };
-        let seen = futures_util::FutureExt::now_or_never(InScope {
-            scope: Some(outer),
-            inner: async move {
-                let before = scoped_send().map(|c| c.encoding);
-                let nested = InScope {
-                    scope: Some(inner),
-                    inner: async {
-                        (
-                            scoped_send().map(|c| c.encoding),
-                            scoped_response_headers().is_some(),
-                        )
-                    },
-                }
-                .await;
-                let after = scoped_send().map(|c| c.encoding);
-                (before, nested, after)
-            },
-        });
-        assert_eq!(
-            seen,
-            Some((
-                Some(CompressionEncoding::Gzip),
-                (Some(CompressionEncoding::Deflate), true),
-                Some(CompressionEncoding::Gzip)
-            ))
-        );
-        assert_eq!(scoped_send(), None);
-        assert!(scoped_response_headers().is_none());
-    }
+    };
+    scoped::with(&SCOPE, scope, make)
 }

@@ -72,6 +72,13 @@ impl<T: 'static> Drop for Installed<'_, T> {
     }
 }
 
+/// Runs `f` with `value` installed in `slot`.
+pub(super) fn with<T: 'static, R>(slot: &'static Slot<T>, value: T, f: impl FnOnce() -> R) -> R {
+    let mut value = Some(value);
+    let _installed = Installed::swap(slot, &mut value);
+    f()
+}
+
 /// The value the enclosing scope installed in `slot`, if any.
 pub(super) fn current<T: Clone + 'static>(slot: &'static Slot<T>) -> Option<T> {
     slot.with(|cell| cell.borrow().clone())
