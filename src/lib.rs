@@ -42,6 +42,39 @@ macro_rules! with_feature {
     };
 }
 
+/// `new`, `Default`, `Clone` and `Debug` (the type's name) for the
+/// adapters' message encoders and decoders, `Name<T>(PhantomData<..>)`:
+/// they hold no state, so none of it depends on `T`.
+#[cfg(any(feature = "tonic", feature = "volo"))]
+macro_rules! stateless_codec_impls {
+    ($($name:ident),*) => {$(
+        impl<T> $name<T> {
+            /// One for `T`.
+            pub fn new() -> Self {
+                $name(std::marker::PhantomData)
+            }
+        }
+
+        impl<T> Default for $name<T> {
+            fn default() -> Self {
+                Self::new()
+            }
+        }
+
+        impl<T> Clone for $name<T> {
+            fn clone(&self) -> Self {
+                Self::new()
+            }
+        }
+
+        impl<T> std::fmt::Debug for $name<T> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                f.write_str(stringify!($name))
+            }
+        }
+    )*};
+}
+
 // The include check both adapters' include macros share.
 #[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
 #[macro_use]

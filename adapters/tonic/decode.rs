@@ -1,6 +1,5 @@
 //! Decoding prost messages that the core assembled, for the full framing.
 
-use std::fmt;
 use std::marker::PhantomData;
 
 use bytes::{Buf, Bytes};
@@ -21,30 +20,7 @@ use crate::decode::{MessageDecoder, SMALL_MESSAGE_MAX};
 /// of that message is handed over without a copy.
 pub struct ProstMessageDecoder<T>(PhantomData<fn() -> T>);
 
-impl<T> ProstMessageDecoder<T> {
-    /// A decoder for `T`.
-    pub fn new() -> Self {
-        ProstMessageDecoder(PhantomData)
-    }
-}
-
-impl<T> Default for ProstMessageDecoder<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<T> Clone for ProstMessageDecoder<T> {
-    fn clone(&self) -> Self {
-        Self::new()
-    }
-}
-
-impl<T> fmt::Debug for ProstMessageDecoder<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("ProstMessageDecoder")
-    }
-}
+stateless_codec_impls!(ProstMessageDecoder);
 
 impl<T: Message + Default> MessageDecoder for ProstMessageDecoder<T> {
     type Item = T;

@@ -27,17 +27,7 @@ use crate::encode::MessageEncoder;
 /// ```
 pub struct ProstMessageEncoder<T>(PhantomData<fn(T)>);
 
-impl<T> Default for ProstMessageEncoder<T> {
-    fn default() -> Self {
-        ProstMessageEncoder(PhantomData)
-    }
-}
-
-impl<T> std::fmt::Debug for ProstMessageEncoder<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("ProstMessageEncoder")
-    }
-}
+stateless_codec_impls!(ProstMessageEncoder);
 
 impl<T: prost::Message> MessageEncoder for ProstMessageEncoder<T> {
     type Item = T;

@@ -22,24 +22,7 @@ use crate::status::Status;
 /// reference (`Bytes` and `FastStr` of 4 KiB and more) as their own nodes.
 pub struct PilotaEncoder<T>(PhantomData<fn(T)>);
 
-impl<T> PilotaEncoder<T> {
-    /// An encoder for `T`.
-    pub fn new() -> Self {
-        PilotaEncoder(PhantomData)
-    }
-}
-
-impl<T> Default for PilotaEncoder<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<T> std::fmt::Debug for PilotaEncoder<T> {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("PilotaEncoder")
-    }
-}
+stateless_codec_impls!(PilotaEncoder);
 
 impl<T: Message> MessageEncoder for PilotaEncoder<T> {
     type Item = T;

@@ -30,24 +30,7 @@ use crate::status::{Code, Status};
 /// buffer, which holds that message alone.
 pub struct PilotaDecoder<T>(PhantomData<fn() -> T>);
 
-impl<T> PilotaDecoder<T> {
-    /// A decoder for `T`.
-    pub fn new() -> Self {
-        PilotaDecoder(PhantomData)
-    }
-}
-
-impl<T> Default for PilotaDecoder<T> {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
-impl<T> fmt::Debug for PilotaDecoder<T> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("PilotaDecoder")
-    }
-}
+stateless_codec_impls!(PilotaDecoder);
 
 impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
     type Item = T;
