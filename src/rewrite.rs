@@ -54,6 +54,19 @@ impl Rule {
     }
 }
 
+/// A [`Rule`] from a stock path to this crate's (under `::grpc_stream_codec`),
+/// `kind` being `any` or `global`:
+/// `rule!(any tonic::server::Grpc => tonic::server::Grpc)`.
+macro_rules! rule {
+    ($kind:ident $($stock:ident)::+ => $($ours:ident)::+) => {
+        $crate::rewrite::Rule::$kind(
+            &[$(stringify!($stock)),+],
+            concat!("::grpc_stream_codec", $("::", stringify!($ours)),+),
+        )
+    };
+}
+pub(crate) use rule;
+
 /// A path in code: byte ranges into the source it was found in.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct CodePath {

@@ -88,7 +88,7 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::include::MARKER;
-use crate::rewrite::{self, Rule};
+use crate::rewrite::{self, Rule, rule};
 
 const SERVER_GRPC: usize = 0;
 const CLIENT_STREAMING_SERVICE: usize = 1;
@@ -100,34 +100,13 @@ const PROST_CODEC: usize = 6;
 
 /// The table, indexed by the constants above.
 const RULES: &[Rule] = &[
-    Rule::any(
-        &["tonic", "server", "Grpc"],
-        "::grpc_stream_codec::tonic::server::Grpc",
-    ),
-    Rule::any(
-        &["tonic", "server", "ClientStreamingService"],
-        "::grpc_stream_codec::tonic::server::ClientStreamingService",
-    ),
-    Rule::any(
-        &["tonic", "server", "StreamingService"],
-        "::grpc_stream_codec::tonic::server::StreamingService",
-    ),
-    Rule::any(
-        &["tonic", "Streaming"],
-        "::grpc_stream_codec::tonic::Streaming",
-    ),
-    Rule::any(
-        &["tonic", "codec", "Streaming"],
-        "::grpc_stream_codec::tonic::Streaming",
-    ),
-    Rule::any(
-        &["tonic", "client", "Grpc"],
-        "::grpc_stream_codec::tonic::client::Grpc",
-    ),
-    Rule::any(
-        &["tonic_prost", "ProstCodec"],
-        "::grpc_stream_codec::tonic::ProstCodec",
-    ),
+    rule!(any tonic::server::Grpc => tonic::server::Grpc),
+    rule!(any tonic::server::ClientStreamingService => tonic::server::ClientStreamingService),
+    rule!(any tonic::server::StreamingService => tonic::server::StreamingService),
+    rule!(any tonic::Streaming => tonic::Streaming),
+    rule!(any tonic::codec::Streaming => tonic::Streaming),
+    rule!(any tonic::client::Grpc => tonic::client::Grpc),
+    rule!(any tonic_prost::ProstCodec => tonic::ProstCodec),
 ];
 
 /// The first line of every file prost-build writes.

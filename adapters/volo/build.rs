@@ -58,27 +58,18 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 use super::include::MARKER;
-use crate::rewrite::{self, Rule};
+use crate::rewrite::{self, Rule, rule};
 
 const ENCODE: usize = 0;
 const RECV_STREAM: usize = 1;
 /// The table, indexed by the constants above. volo-build writes every path
 /// with a leading `::`, so only those are matched.
 const RULES: &[Rule] = &[
-    Rule::global(
-        &["volo_grpc", "codec", "encode", "encode"],
-        "::grpc_stream_codec::volo::encode",
-    ),
-    Rule::global(
-        &["volo_grpc", "RecvStream"],
-        "::grpc_stream_codec::volo::RecvStream",
-    ),
+    rule!(global volo_grpc::codec::encode::encode => volo::encode),
+    rule!(global volo_grpc::RecvStream => volo::RecvStream),
     // The generated `*ClientBuilder::new`: a client whose transport reads
     // response headers without volo-grpc's panics (`volo::client`).
-    Rule::global(
-        &["volo_grpc", "client", "ClientBuilder"],
-        "::grpc_stream_codec::volo::ClientBuilder",
-    ),
+    rule!(global volo_grpc::client::ClientBuilder => volo::ClientBuilder),
 ];
 const SEND_ENTRY: &[&str] = &["volo_grpc", "SendEntryMessage"];
 const RECV_ENTRY: &[&str] = &["volo_grpc", "RecvEntryMessage"];
