@@ -7,7 +7,6 @@
 //! `Grpc` (tower layers, interceptors, `Routes`, tonic-web, `grpc-timeout`)
 //! is tonic's and works as before.
 
-use std::fmt;
 use std::future::Future;
 use std::marker::PhantomData;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -140,6 +139,7 @@ where
 ///   this service accepts (else `unimplemented`, listing what it accepts in
 ///   `grpc-accept-encoding`), and responses use the first encoding of the
 ///   client's `grpc-accept-encoding` that the service may send.
+#[derive(Debug)]
 pub struct Grpc<C> {
     // The codec only names the message types.
     codec: PhantomData<fn() -> C>,
@@ -405,13 +405,3 @@ impl<C> Clone for Grpc<C> {
     }
 }
 
-impl<C> fmt::Debug for Grpc<C> {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("Grpc")
-            .field("accept", &self.accept)
-            .field("send", &self.send)
-            .field("limits", &self.limits)
-            .field("batch_threshold", &self.batch_threshold)
-            .finish_non_exhaustive()
-    }
-}

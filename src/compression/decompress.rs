@@ -275,7 +275,15 @@ impl Decompressor {
         let result = ctx
             .reset(ResetDirective::SessionOnly)
             .map_err(zstd_error)
-            .and_then(|_| unzstd_with(&mut ctx, input, sink));
+            .and_then(|_| judge_declared_size(input, sink))
+            .and_then(|declared| {
+                let decoded = unzstd_frame(&mut ctx, input, sink);
+                if declared {
+                    decoded.map_err(past_declared_size)
+                } else {
+                    decoded
+                }
+            });
         // A context that failed mid-frame is not kept; one that grew its
         // buffers to a large frame is kept within the pool's cap.
         let failed = matches!(
@@ -292,27 +300,21 @@ impl Decompressor {
     }
 }
 
-/// Decodes one zstd frame from `input` with `ctx` (freshly reset).
-#[cfg(feature = "zstd")]
+/// Judges a zstd frame on the content size it declares, before anything is
+/// decoded, and reserves room for it; `Ok(true)` when it declares one.
 ///
-/// A frame that declares its size is judged on it, so the outcome does not
+/// A declared size is what the frame is judged on, so the outcome does not
 /// depend on how much zstd buffers before it notices a lie (which depends
 /// on the buffers a pooled context grew for earlier messages): a declared
 /// size over the limit is `TooLarge` before anything is decoded, and
-/// output past a declared size within the limit is corrupt, whether or not
-/// it also passed the limit.
-fn unzstd_with(
-    ctx: &mut zstd::zstd_safe::DCtx<'static>,
-    input: &[u8],
-    sink: &mut Sink<'_>,
-) -> Result<(), Failure> {
-    let declared = match zstd::zstd_safe::get_frame_content_size(input) {
-        Ok(Some(declared)) => Some(usize::try_from(declared).unwrap_or(usize::MAX)),
-        _ => None,
+/// output past a declared size within the limit is corrupt
+/// ([`past_declared_size`]), whether or not it also passed the limit.
+#[cfg(feature = "zstd")]
+fn judge_declared_size(input: &[u8], sink: &mut Sink<'_>) -> Result<bool, Failure> {
+    let Ok(Some(declared)) = zstd::zstd_safe::get_frame_content_size(input) else {
+        return Ok(false);
     };
-    let Some(declared) = declared else {
-        return unzstd_frame(ctx, input, sink);
-    };
+    let declared = usize::try_from(declared).unwrap_or(usize::MAX);
     if declared > sink.limit_left() {
         return Err(Failure::TooLarge);
     }
@@ -320,12 +322,18 @@ fn unzstd_with(
         return Err(Failure::NeedsRoom);
     }
     sink.expect(declared, input.len(), MAX_ZSTD_RATIO);
-    match unzstd_frame(ctx, input, sink) {
-        // The room holds the declared size: more is past it.
-        Err(Failure::TooLarge | Failure::NeedsRoom) => Err(Failure::corrupt(
-            "zstd frame holds more than its declared content size",
-        )),
-        result => result,
+    Ok(true)
+}
+
+/// What decoding a frame that declared its size within the room ended in:
+/// output that needs more room than the declared size is past it.
+#[cfg(feature = "zstd")]
+fn past_declared_size(failure: Failure) -> Failure {
+    match failure {
+        Failure::TooLarge | Failure::NeedsRoom => {
+            Failure::corrupt("zstd frame holds more than its declared content size")
+        }
+        other => other,
     }
 }
 
