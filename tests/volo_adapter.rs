@@ -86,6 +86,35 @@ fn envelopes(mut wire: &[u8]) -> Vec<(u8, Vec<u8>)> {
     out
 }
 
+/// After each frame of `source`'s body: whether its `size_hint` said the
+/// stream had ended (what the client transport sends END_STREAM on).
+async fn end_hints(source: Vec<Result<Blob, volo_grpc::Status>>) -> Vec<bool> {
+    let mut frames = encode(stream::iter(source), None);
+    let ended = |frames: &volo_grpc::BoxStream<'_, _>| frames.size_hint() == (0, Some(0));
+    assert!(!ended(&frames), "nothing taken yet");
+    let mut hints = Vec::new();
+    while let Some(frame) = frames.next().await {
+        frame.unwrap();
+        hints.push(ended(&frames));
+    }
+    hints
+}
+
+#[tokio::test]
+async fn the_body_says_it_has_ended_with_its_last_frame_never_before() {
+    // Ready small messages: one frame, and the source's end is seen with it.
+    let small = (0..16).map(|i| blob(256, i)).map(Ok).collect();
+    assert_eq!(end_hints(small).await, [true]);
+    // A batch that fills up leaves before the source's end is seen: no
+    // claim then (an empty END_STREAM frame follows), and none early.
+    let mut mixed: Vec<_> = (0..16).map(|i| blob(256, i)).map(Ok).collect();
+    mixed.push(Ok(blob(64 * 1024, 7)));
+    mixed.push(Ok(blob(300, 8)));
+    let hints = end_hints(mixed).await;
+    let (_, before) = hints.split_last().unwrap();
+    assert!(before.iter().all(|ended| !ended), "{hints:?}");
+}
+
 #[tokio::test]
 async fn ready_messages_share_one_frame() {
     let source = (0..16).map(|i| blob(256, i)).map(Ok).collect();

@@ -377,8 +377,35 @@ pub struct Transport<U> {
     _marker: PhantomData<fn(U)>,
 }
 
-type RequestBody =
-    StreamBody<volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>>;
+type RequestBody = EndAwareBody;
+
+pin_project! {
+    /// volo-grpc's request body (`StreamBody` of the message stream) that
+    /// tells hyper when the stream has ended: a stream whose `size_hint` is
+    /// `(0, Some(0))` after a frame (this crate's encoder, once its source
+    /// has ended) gets that frame sent with END_STREAM, instead of an empty
+    /// DATA frame of its own after it.
+    struct EndAwareBody {
+        #[pin]
+        inner: StreamBody<volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>>,
+    }
+}
+
+impl http_body::Body for EndAwareBody {
+    type Data = Bytes;
+    type Error = volo_grpc::Status;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, volo_grpc::Status>>> {
+        self.project().inner.poll_frame(cx)
+    }
+
+    fn is_end_stream(&self) -> bool {
+        futures_core::Stream::size_hint(&self.inner) == (0, Some(0))
+    }
+}
 
 impl<U> Clone for Transport<U> {
     fn clone(&self) -> Self {
@@ -442,7 +469,9 @@ where
         })?;
         let path = cx.rpc_info.method().clone();
         let (metadata, extensions, message) = req.into_parts();
-        let body = StreamBody::new(message.into_body(self.send_compression));
+        let body = EndAwareBody {
+            inner: StreamBody::new(message.into_body(self.send_compression)),
+        };
         let mut request = http::Request::builder()
             .version(http::Version::HTTP_2)
             .method(http::Method::POST)
@@ -595,5 +624,20 @@ impl hyper::rt::Write for ConnectedIo {
 
     fn poll_shutdown(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
         hyper::rt::Write::poll_shutdown(self.project().io, cx)
+    }
+
+    // Forwarded so h2 writes a frame and the body bytes it chains to it in
+    // one `writev`: without, it writes each on its own (three or four
+    // `sendto` per call where one `writev` does).
+    fn poll_write_vectored(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        hyper::rt::Write::poll_write_vectored(self.project().io, cx, bufs)
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        hyper::rt::Write::is_write_vectored(&self.io)
     }
 }

@@ -153,4 +153,14 @@ where
             }
         }
     }
+
+    /// `(0, Some(0))` once the last frame has been taken: the client's
+    /// transport then sends that frame with END_STREAM.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        let nodes_left = self.nodes.as_ref().is_some_and(|nodes| nodes.len() > 0);
+        match self.batches.size_hint() {
+            (0, Some(0)) if !nodes_left => (0, Some(0)),
+            _ => (0, None),
+        }
+    }
 }

@@ -7,7 +7,14 @@
 //! back when done, as grpc-go pools its compressors: a process holds about
 //! as many contexts as it compresses messages at once, and an idle stream
 //! none. gzip and zlib are compressed whole by libdeflate: the encoder has
-//! the whole message, and libdeflate keeps no stream state to reset.
+//! the whole message, and libdeflate keeps no stream state to reset. A
+//! stream whose last message compressed past [`LONG_MATCH_RATIO`] (long
+//! repeats) sends the next one through a pooled zlib-rs state instead:
+//! libdeflate hashes every byte of a match into its chains, zlib-rs's levels
+//! 1-6 skip the bytes of maximal matches, so on such data zlib-rs is faster,
+//! and a reset state is never slower than the fresh one stock tonic and
+//! volo-grpc make per message. A stream's first message goes the way the
+//! process's last one went.
 
 // With no compressing feature enabled only `identity` is left, and the
 // shared deflate/zstd helpers below go unused.
@@ -15,6 +22,9 @@
     not(any(feature = "gzip", feature = "deflate", feature = "zstd")),
     allow(dead_code)
 )]
+
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+use std::sync::atomic::Ordering;
 
 use bytes::{Buf, BytesMut};
 
@@ -45,7 +55,27 @@ use crate::status::{Code, Status};
 /// ```
 pub struct Compressor {
     compression: Compression,
+    /// The last gzip/zlib message of the stream compressed past
+    /// [`LONG_MATCH_RATIO`]: the next goes through zlib-rs. `None` before
+    /// the stream's first, which follows the process's last message
+    /// ([`LONG_MATCHES_SEEN`]).
+    long_matches: Option<bool>,
 }
+
+/// The last gzip/zlib message the process compressed was long matches: a
+/// new stream's first message goes the way it went.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+static LONG_MATCHES_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// A gzip/zlib message compressed to under 1/32 of its size is mostly long
+/// matches, where zlib-rs outruns libdeflate (see the module docs); below
+/// it libdeflate is the faster one.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+const LONG_MATCH_RATIO: usize = 32;
+
+/// Idle zlib-rs compression states, by level and format (gzip or zlib).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) static ZLIB_COMPRESSORS: Pool<flate2::Compress> = Pool::new();
 
 /// A libdeflate compressor and the buffer a message in several chunks is
 /// joined in (libdeflate compresses one contiguous buffer).
@@ -74,7 +104,10 @@ impl Compressor {
     /// is taken from a process-wide pool for each message and given back
     /// after it, so an idle stream pins no compression memory.
     pub fn new(compression: Compression) -> Self {
-        Self { compression }
+        Self {
+            compression,
+            long_matches: None,
+        }
     }
 
     /// The encoding and level this compressor applies.
@@ -120,6 +153,16 @@ impl Compressor {
         gzip: bool,
     ) -> Result<(), String> {
         let level = self.compression.deflate_level();
+        let len = input.remaining();
+        let long_matches = self
+            .long_matches
+            .unwrap_or_else(|| LONG_MATCHES_SEEN.load(Ordering::Relaxed));
+        if long_matches {
+            let start = out.len();
+            let result = zlib_rs(level, input, out, gzip);
+            self.saw_long_matches((out.len() - start).saturating_mul(LONG_MATCH_RATIO) <= len);
+            return result;
+        }
         let mut lease = DEFLATERS.take(level, || {
             let level = libdeflater::CompressionLvl::new(level)
                 .map_err(|_| format!("invalid deflate level {level}"))?;
@@ -129,7 +172,6 @@ impl Compressor {
             })
         })?;
         let Deflater { compressor, joined } = &mut *lease;
-        let len = input.remaining();
         let contiguous = input.chunk().len() == len;
         if !contiguous {
             joined.clear();
@@ -145,7 +187,7 @@ impl Compressor {
         } else {
             compressor.zlib_compress_bound(len)
         };
-        let (result, _) = with_room(out, room, |dst| {
+        let (result, written) = with_room(out, room, |dst| {
             let result = if gzip {
                 compressor.gzip_compress(data, dst)
             } else {
@@ -154,6 +196,7 @@ impl Compressor {
             let written = *result.as_ref().unwrap_or(&0);
             (result, written)
         });
+        self.saw_long_matches(written.saturating_mul(LONG_MATCH_RATIO) <= len);
         if contiguous {
             input.advance(len);
         }
@@ -161,6 +204,16 @@ impl Compressor {
             *joined = Vec::new();
         }
         result.map(drop).map_err(|error| error.to_string())
+    }
+
+    /// Records how the message just compressed went, for the stream's next
+    /// and for new streams.
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    fn saw_long_matches(&mut self, long_matches: bool) {
+        self.long_matches = Some(long_matches);
+        if LONG_MATCHES_SEEN.load(Ordering::Relaxed) != long_matches {
+            LONG_MATCHES_SEEN.store(long_matches, Ordering::Relaxed);
+        }
     }
 
     #[cfg(feature = "zstd")]
@@ -223,6 +276,57 @@ impl Compressor {
         }
         result
     }
+}
+
+/// gzip or zlib through a pooled zlib-rs state, reset for the message and
+/// fed `input` chunk by chunk (no joining).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+fn zlib_rs(level: i32, input: &mut impl Buf, out: &mut BytesMut, gzip: bool) -> Result<(), String> {
+    use flate2::{Compress, FlushCompress, Status};
+
+    // Levels are 0..=9 here (`deflate_level`), so the format fits above them.
+    let setting = level | i32::from(gzip) << 8;
+    let mut lease = ZLIB_COMPRESSORS.take(setting, || {
+        let level = flate2::Compression::new(level.unsigned_abs());
+        Ok::<_, String>(if gzip {
+            Compress::new_gzip(level, 15)
+        } else {
+            Compress::new(level, true)
+        })
+    })?;
+    let state = &mut *lease;
+    state.reset();
+    let result = loop {
+        let chunk = input.chunk();
+        let last = chunk.len() == input.remaining();
+        let flush = if last {
+            FlushCompress::Finish
+        } else {
+            FlushCompress::None
+        };
+        // Long-match messages compress far below 1/16; more room is asked
+        // for in turn if not.
+        let room = chunk.len() / 16 + 64;
+        let (before_in, before_out) = (state.total_in(), state.total_out());
+        let (status, written) = with_room(out, room, |dst| {
+            let status = state.compress(chunk, dst, flush);
+            (status, (state.total_out() - before_out) as usize)
+        });
+        let consumed = (state.total_in() - before_in) as usize;
+        input.advance(consumed);
+        match status {
+            Ok(Status::StreamEnd) => break Ok(()),
+            Ok(_) if consumed == 0 && written == 0 => {
+                break Err("zlib-rs made no progress".to_string());
+            }
+            Ok(_) => {}
+            Err(error) => break Err(error.to_string()),
+        }
+    };
+    if result.is_err() {
+        lease.discard();
+    }
+    result
 }
 
 /// Appends all of `input` to `out`, consuming it.

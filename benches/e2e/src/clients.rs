@@ -13,7 +13,6 @@ use std::time::Duration;
 use crate::h2client::Encoding;
 use crate::measure::{CpuWindow, median};
 use crate::server::Server;
-use crate::workspace_root;
 
 /// One client stack.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -86,7 +85,8 @@ pub enum ClientRpc {
 }
 
 impl ClientRpc {
-    fn flag(self) -> &'static str {
+    /// The load clients' `--rpc` value, and `--client-rpcs`' name.
+    pub fn flag(self) -> &'static str {
         match self {
             ClientRpc::ServerStream => "server",
             ClientRpc::Unary => "unary",
@@ -266,7 +266,7 @@ impl LoadClient {
     fn start(arm: ClientArm, shape: &ClientShape, addr: &str) -> Result<LoadClient, String> {
         let (binary, mut flags) = arm.command(addr);
         flags.extend(shape.flags());
-        let path = workspace_root().join("target/release").join(binary);
+        let path = crate::bin_dir().join(binary);
         let mut command = if crate::measure::cpu_count() > 1 {
             let mut command = Command::new("taskset");
             command.arg("-c").arg("1").arg(&path);

@@ -26,6 +26,10 @@
 //! source. `--saturate` runs the headline shape (16 × 256 B) with many
 //! streams in flight and the server held to part of its CPU, so the server
 //! is the bottleneck. Every row states both sides' CPU use.
+//!
+//! The servers and load clients run from `target/release`, or from
+//! `E2E_BIN_DIR` when set: with `--no-build`, a copy of an older build there
+//! compares two builds in one session.
 
 mod arms;
 mod clients;
@@ -112,6 +116,8 @@ struct MatrixFlags {
     client_arms: Vec<clients::ClientArm>,
     client_streams: usize,
     client_saturate_streams: usize,
+    /// `--client-rpcs`: the client shapes of these calls only (all if empty).
+    client_rpcs: Vec<String>,
 }
 
 impl MatrixFlags {
@@ -195,6 +201,7 @@ fn parse_settings() -> Settings {
         client_arms: clients::ClientArm::ALL.to_vec(),
         client_streams: 16,
         client_saturate_streams: 128,
+        client_rpcs: Vec::new(),
     };
     let seconds =
         |value: String| Duration::from_secs_f64(value.parse().unwrap_or_else(|_| usage()));
@@ -284,6 +291,7 @@ fn parse_settings() -> Settings {
             "--client-saturate-streams" => {
                 flags.client_saturate_streams = value().parse().unwrap_or_else(|_| usage())
             }
+            "--client-rpcs" => flags.client_rpcs = value().split(',').map(str::to_owned).collect(),
             "--clients-json" => settings.clients_json = PathBuf::from(value()),
             _ => usage(),
         }
@@ -291,7 +299,13 @@ fn parse_settings() -> Settings {
     if flags.sections.iter().any(|s| s == "clients") {
         settings.clients = Some(clients::ClientSettings {
             arms: flags.client_arms.clone(),
-            shapes: clients::shapes(flags.client_streams, flags.client_saturate_streams),
+            shapes: clients::shapes(flags.client_streams, flags.client_saturate_streams)
+                .into_iter()
+                .filter(|shape| {
+                    flags.client_rpcs.is_empty()
+                        || flags.client_rpcs.iter().any(|rpc| rpc == shape.rpc.flag())
+                })
+                .collect(),
             warmup: flags.warmup,
             window: flags.window,
             rounds: flags.rounds,
@@ -304,6 +318,15 @@ fn parse_settings() -> Settings {
 /// The repository root (this crate lives in `benches/e2e`).
 pub fn workspace_root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Where the server and load-client binaries are run from: `target/release`
+/// of the workspace, or `E2E_BIN_DIR` when set (a copy of an older build, to
+/// compare two builds in one session with `--no-build`).
+pub fn bin_dir() -> PathBuf {
+    std::env::var_os("E2E_BIN_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| workspace_root().join("target/release"))
 }
 
 fn main() {

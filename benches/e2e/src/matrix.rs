@@ -38,6 +38,9 @@ pub enum Variant {
     /// This crate batched, with a receive budget large enough never to
     /// wait ([`RECEIVE_BUDGET`]): what the budget costs on the hot path.
     Budget,
+    /// This crate batched, no budget, on the HTTP/2 windows and stream
+    /// limit the [`Variant::Budget`] arms get: their like-for-like baseline.
+    Windows,
 }
 
 /// The budget of the [`Variant::Budget`] arms: 1 GiB, far above what the
@@ -65,8 +68,12 @@ impl MatrixArm {
         MatrixArm::new(Stack::Bare, Variant::Floor),
     ];
 
-    /// The receive-budget arms (`--sections budget`), not in [`Self::ALL`].
-    pub const BUDGET: [MatrixArm; 2] = [
+    /// The receive-budget arms (`--sections budget`), not in [`Self::ALL`]:
+    /// each stack's batched server on the budget's HTTP/2 windows, without
+    /// and with the budget.
+    pub const BUDGET: [MatrixArm; 4] = [
+        MatrixArm::new(Stack::Volo, Variant::Windows),
+        MatrixArm::new(Stack::Tonic, Variant::Windows),
         MatrixArm::new(Stack::Volo, Variant::Budget),
         MatrixArm::new(Stack::Tonic, Variant::Budget),
     ];
@@ -82,6 +89,8 @@ impl MatrixArm {
             (Stack::Volo, Variant::Unbatched) => "volo-unbatched",
             (Stack::Volo, Variant::Budget) => "volo-budget",
             (Stack::Tonic, Variant::Budget) => "tonic-full-budget",
+            (Stack::Volo, Variant::Windows) => "volo-windows",
+            (Stack::Tonic, Variant::Windows) => "tonic-full-windows",
             (Stack::Volo, _) => "volo-stock",
             (Stack::Tonic, Variant::Batched) => "tonic-full-batched",
             (Stack::Tonic, Variant::Unbatched) => "tonic-full-unbatched",
@@ -99,11 +108,13 @@ impl MatrixArm {
     }
 
     /// The stock arm of the same stack (bare hyper compares with itself; a
-    /// budget arm with the same server without a budget).
+    /// budget arm with the same server on the same windows without a
+    /// budget, and that one with the batched server on default windows).
     pub fn baseline(self) -> MatrixArm {
         match (self.stack, self.variant) {
             (Stack::Bare, _) => self,
-            (stack, Variant::Budget) => MatrixArm::new(stack, Variant::Batched),
+            (stack, Variant::Budget) => MatrixArm::new(stack, Variant::Windows),
+            (stack, Variant::Windows) => MatrixArm::new(stack, Variant::Batched),
             (stack, _) => MatrixArm::new(stack, Variant::Stock),
         }
     }
@@ -118,7 +129,18 @@ impl MatrixArm {
         let threshold = |bytes: usize| vec!["--batch-threshold".to_owned(), bytes.to_string()];
         let batched = 32 * 1024;
         let budget = || vec!["--receive-budget".to_owned(), RECEIVE_BUDGET.to_string()];
+        let windows = || vec!["--budget-windows".to_owned(), RECEIVE_BUDGET.to_string()];
         match (self.stack, self.variant) {
+            (Stack::Volo, Variant::Windows) => {
+                ("volo-echo-server", [threshold(batched), windows()].concat())
+            }
+            (Stack::Tonic, Variant::Windows) => {
+                let framing = vec!["--framing".to_owned(), "full".to_owned()];
+                (
+                    "tonic-echo-server",
+                    [framing, threshold(batched), windows()].concat(),
+                )
+            }
             (Stack::Volo, Variant::Budget) => {
                 ("volo-echo-server", [threshold(batched), budget()].concat())
             }
@@ -238,11 +260,11 @@ impl Plan {
         }
     }
 
-    /// gzip and zstd for 16 × 256 B and 16 × 4 KiB.
+    /// gzip and zstd for 16 × 256 B, 16 × 4 KiB and 16 × 64 KiB.
     pub fn compressed(concurrency: usize) -> Plan {
         let mut shapes = Vec::new();
         for encoding in [Encoding::Gzip, Encoding::Zstd] {
-            for size in [256, 4096] {
+            for size in [256, 4096, 64 * 1024] {
                 shapes.push(Shape {
                     compression: Some(encoding),
                     ..shape(size, 16)
@@ -408,7 +430,7 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
                 }
                 let in_plan = match &plan.arms {
                     Some(arms) => arms.contains(&arm),
-                    None => arm.variant != Variant::Budget,
+                    None => !matches!(arm.variant, Variant::Budget | Variant::Windows),
                 };
                 if !in_plan {
                     continue;

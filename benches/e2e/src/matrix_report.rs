@@ -199,7 +199,7 @@ fn section_title(cells: &[Cell], section: Section) -> String {
         Section::Paced => "paced source: one message at a time",
         Section::Saturated => "saturating: server as the bottleneck",
         Section::Budget => {
-            "receive budget never waiting (its 'vs stock' is against the same arm without a budget)"
+            "receive budget never waiting ('vs stock': a budget arm against the same server on the same HTTP/2 windows without a budget, a windows arm against the batched server on default windows)"
         }
     };
     format!("{what} ({} streams in flight{quota})", cell.concurrency)

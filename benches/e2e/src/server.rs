@@ -50,7 +50,7 @@ impl Server {
     /// Starts `binary` (a binary of this workspace) with `flags`, as
     /// [`Server::start`] does.
     pub fn spawn<S: AsRef<std::ffi::OsStr>>(binary: &str, flags: &[S]) -> Server {
-        let path = workspace_root().join("target/release").join(binary);
+        let path = crate::bin_dir().join(binary);
         let mut command = if crate::measure::cpu_count() > 1 {
             let mut command = Command::new("taskset");
             command.arg("-c").arg("0").arg(&path);

@@ -156,6 +156,19 @@ pub async fn serve_full_with_budget(
     listener: TcpListener,
     budget: grpc_stream_codec::budget::Budget,
 ) -> Result<(), tonic::transport::Error> {
+    let windows = budget.http2_windows(BUDGET_STREAMS_PER_CONNECTION);
+    serve_full_on_windows(listener, windows, Some(budget)).await
+}
+
+/// [`serve_full_with_budget`]'s server on `windows`, with `budget` or, for
+/// `None`, none: the server binary's `--budget-windows BYTES`, the
+/// like-for-like baseline of a budget server (the same HTTP/2 windows and
+/// stream limit, no budget).
+pub async fn serve_full_on_windows(
+    listener: TcpListener,
+    windows: grpc_stream_codec::budget::Http2Windows,
+    budget: Option<grpc_stream_codec::budget::Budget>,
+) -> Result<(), tonic::transport::Error> {
     let incoming = TcpListenerStream::new(listener).map(|accepted| {
         accepted.inspect(|stream| {
             let _ = stream.set_nodelay(true);
@@ -165,15 +178,26 @@ pub async fn serve_full_with_budget(
     for encoding in ENCODINGS {
         server = server.accept_compressed(encoding).send_compressed(encoding);
     }
-    let windows = budget.http2_windows(BUDGET_STREAMS_PER_CONNECTION);
-    Server::builder()
+    let builder = Server::builder()
         .initial_stream_window_size(windows.stream)
         .initial_connection_window_size(windows.connection)
-        .max_concurrent_streams(windows.max_concurrent_streams)
-        .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(budget))
-        .add_service(server)
-        .serve_with_incoming(incoming)
-        .await
+        .max_concurrent_streams(windows.max_concurrent_streams);
+    match budget {
+        Some(budget) => {
+            builder
+                .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(budget))
+                .add_service(server)
+                .serve_with_incoming(incoming)
+                .await
+        }
+        None => {
+            let mut builder = builder;
+            builder
+                .add_service(server)
+                .serve_with_incoming(incoming)
+                .await
+        }
+    }
 }
 
 /// Binds `addr` (port 0 picks a free port) and returns the listener and the

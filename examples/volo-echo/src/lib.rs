@@ -653,22 +653,41 @@ pub mod adapter {
         service: EchoService,
         budget: grpc_stream_codec::budget::Budget,
     ) -> Result<(), volo_grpc::BoxError> {
+        let windows = budget.http2_windows(crate::BUDGET_STREAMS_PER_CONNECTION);
+        serve_on_windows(listener, service, windows, Some(budget)).await
+    }
+
+    /// [`serve_with_budget`]'s server on `windows`, with `budget` or, for
+    /// `None`, none: the server binary's `--budget-windows BYTES`, the
+    /// like-for-like baseline of a budget server (the same HTTP/2 windows
+    /// and stream limit, no budget).
+    pub async fn serve_on_windows(
+        listener: tokio::net::TcpListener,
+        service: EchoService,
+        windows: grpc_stream_codec::budget::Http2Windows,
+        budget: Option<grpc_stream_codec::budget::Budget>,
+    ) -> Result<(), volo_grpc::BoxError> {
         let codec = ServiceBuilder::new(EchoServer::new(service))
             .send_compressions(crate::all_compressions())
             .accept_compressions(crate::all_compressions())
             .build();
         let incoming = volo::net::incoming::DefaultIncoming::from(listener);
-        let windows = budget.http2_windows(crate::BUDGET_STREAMS_PER_CONNECTION);
-        Server::new()
+        let server = Server::new()
             .layer_tower(grpc_stream_codec::volo::BinaryMetadataLayer)
             .http2_init_stream_window_size(windows.stream)
             .http2_init_connection_window_size(windows.connection)
             .http2_max_concurrent_streams(windows.max_concurrent_streams)
-            .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
-            .layer_front(grpc_stream_codec::volo::ReceiveBudgetLayer::new(budget))
-            .add_service(codec)
-            .run(incoming)
-            .await
+            .layer_front(grpc_stream_codec::volo::DeflateNameLayer);
+        match budget {
+            Some(budget) => {
+                server
+                    .layer_front(grpc_stream_codec::volo::ReceiveBudgetLayer::new(budget))
+                    .add_service(codec)
+                    .run(incoming)
+                    .await
+            }
+            None => server.add_service(codec).run(incoming).await,
+        }
     }
 
     /// A client for `addr` that compresses and accepts `options.compression`

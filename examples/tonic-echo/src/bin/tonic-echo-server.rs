@@ -24,12 +24,16 @@ use test_support::alloc as live_alloc;
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--report-memory]";
+[--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--budget-windows BYTES] \
+[--report-memory]";
 
 struct Options {
     listen: SocketAddr,
     serve: ServeOptions,
     receive_budget: Option<usize>,
+    /// `--budget-windows`: the HTTP/2 windows a budget of this size gets,
+    /// without the budget.
+    budget_windows: Option<usize>,
     report_memory: bool,
 }
 
@@ -38,6 +42,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut serve = ServeOptions::default();
     let mut report_memory = false;
     let mut receive_budget = None;
+    let mut budget_windows = None;
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -74,12 +79,25 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                         .map_err(|e| format!("--receive-budget {value}: {e}"))?,
                 );
             }
+            "--budget-windows" => {
+                let value = args.next().ok_or("--budget-windows needs a byte count")?;
+                budget_windows = Some(
+                    value
+                        .parse()
+                        .map_err(|e| format!("--budget-windows {value}: {e}"))?,
+                );
+            }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),
         }
     }
     if receive_budget.is_some() && (serve.stock || serve.framing != Framing::Full) {
         return Err("--receive-budget needs --framing full".to_owned());
+    }
+    if budget_windows.is_some()
+        && (receive_budget.is_some() || serve.stock || serve.framing != Framing::Full)
+    {
+        return Err("--budget-windows needs --framing full and no --receive-budget".to_owned());
     }
     if serve.batch_threshold.is_some() && (serve.stock || serve.framing != Framing::Full) {
         return Err(
@@ -91,6 +109,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         listen: listen.ok_or("--listen is required")?,
         serve,
         receive_budget,
+        budget_windows,
         report_memory,
     })
 }
@@ -122,18 +141,23 @@ async fn main() -> ExitCode {
         (false, Framing::Full) => "grpc-stream-codec (full framing)",
     };
     eprintln!(
-        "codec: {codec}, receive budget: {:?}",
-        options.receive_budget
+        "codec: {codec}, receive budget: {:?}, budget windows: {:?}",
+        options.receive_budget, options.budget_windows
     );
     if let Some(threshold) = options.serve.batch_threshold {
         grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
     }
-    let served = match options.receive_budget {
-        Some(bytes) => {
+    let served = match (options.receive_budget, options.budget_windows) {
+        (Some(bytes), _) => {
             let budget = grpc_stream_codec::budget::SharedBudget::new(bytes);
             tonic_echo::serve_full_with_budget(listener, budget.into()).await
         }
-        None => tonic_echo::serve_with(listener, options.serve).await,
+        (None, Some(bytes)) => {
+            let windows = grpc_stream_codec::budget::SharedBudget::new(bytes)
+                .http2_windows(tonic_echo::BUDGET_STREAMS_PER_CONNECTION);
+            tonic_echo::serve_full_on_windows(listener, windows, None).await
+        }
+        (None, None) => tonic_echo::serve_with(listener, options.serve).await,
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,

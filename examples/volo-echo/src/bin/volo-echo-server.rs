@@ -39,7 +39,8 @@ use test_support::alloc as live_alloc;
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--batch-threshold BYTES] [--report-memory] [--receive-budget BYTES [--budget-wait-ms MS]]";
+[--batch-threshold BYTES] [--report-memory] [--receive-budget BYTES [--budget-wait-ms MS]] \
+[--budget-windows BYTES]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -49,6 +50,8 @@ async fn main() -> ExitCode {
     let mut receive_budget: Option<usize> = None;
     let mut budget_wait = grpc_stream_codec::budget::DEFAULT_MAX_WAIT;
     let mut batch_threshold: Option<usize> = None;
+    // The HTTP/2 windows a budget of this size gets, without the budget.
+    let mut budget_windows: Option<usize> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -66,6 +69,10 @@ async fn main() -> ExitCode {
                 Some(Ok(bytes)) => receive_budget = Some(bytes),
                 _ => return usage("--receive-budget needs a number of bytes"),
             },
+            "--budget-windows" => match args.next().map(|value| value.parse()) {
+                Some(Ok(bytes)) => budget_windows = Some(bytes),
+                _ => return usage("--budget-windows needs a number of bytes"),
+            },
             "--budget-wait-ms" => match args.next().map(|value| value.parse()) {
                 Some(Ok(ms)) => budget_wait = std::time::Duration::from_millis(ms),
                 _ => return usage("--budget-wait-ms needs a number of milliseconds"),
@@ -82,6 +89,9 @@ async fn main() -> ExitCode {
     };
     if stock && receive_budget.is_some() {
         return usage("--receive-budget needs the adapter (it cannot be used with --stock)");
+    }
+    if budget_windows.is_some() && (stock || receive_budget.is_some()) {
+        return usage("--budget-windows needs the adapter and no --receive-budget");
     }
     let budget = receive_budget.map(|bytes| {
         grpc_stream_codec::budget::SharedBudget::new(bytes).with_max_wait(budget_wait)
@@ -119,6 +129,11 @@ async fn main() -> ExitCode {
             budget.http2_windows(volo_echo::BUDGET_STREAMS_PER_CONNECTION)
         );
         volo_echo::adapter::serve_with_budget(listener, EchoService::default(), budget.into()).await
+    } else if let Some(bytes) = budget_windows {
+        let windows = grpc_stream_codec::budget::SharedBudget::new(bytes)
+            .http2_windows(volo_echo::BUDGET_STREAMS_PER_CONNECTION);
+        eprintln!("no receive budget, HTTP/2 windows {windows:?}");
+        volo_echo::adapter::serve_on_windows(listener, EchoService::default(), windows, None).await
     } else {
         volo_echo::adapter::serve(listener, EchoService::default()).await
     };
