@@ -456,8 +456,12 @@ async fn compressed_output_past_the_budget_or_the_limit_fails_without_waiting() 
         );
     }
     // zlib declares nothing: its room grows until the budget is reached.
+    // In one frame: compressed bytes gathered across frames are in use
+    // too, so the last room (the whole budget) would wait for the
+    // overdraft before failing, which this strict budget never grants.
     let encoding = CompressionEncoding::Deflate;
-    let (body, _) = counted_body(frames(&envelope_of(Some(encoding), &payload), 16 * KIB));
+    let wire = envelope_of(Some(encoding), &payload);
+    let (body, _) = counted_body(frames(&wire, wire.len()));
     let mut stream =
         Streaming::new_request(body, BytesDecoder, Some(encoding)).with_budget(budget.clone());
     let err = stream.message().await.unwrap_err();

@@ -311,3 +311,60 @@ fn a_highly_compressible_zstd_message_gets_its_declared_size_at_once() {
     assert_eq!(out, plain);
     assert_eq!(out.capacity(), plain.len(), "one exact allocation");
 }
+
+/// Byte 9 of the gzip header: libdeflate writes "unknown" (255), zlib-rs
+/// the OS it runs on, so it tells which backend compressed a message.
+fn gzip_written_by_libdeflate(wire: &[u8]) -> bool {
+    wire[9] == 0xff
+}
+
+#[test]
+fn a_long_match_message_moves_the_stream_to_zlib_rs_until_one_is_not() {
+    let runs = vec![7u8; 4096];
+    let text = sample(4096, 3);
+    let mut state = 0x2545_f491_u32;
+    let letters: Vec<u8> = (0..4096)
+        .map(|_| {
+            state = state.wrapping_mul(1_664_525).wrapping_add(1_013_904_223);
+            b"abcdefghijklmnop"[(state >> 28) as usize]
+        })
+        .collect();
+    for encoding in [CompressionEncoding::Gzip, CompressionEncoding::Deflate] {
+        for level in [1, 6, 9] {
+            let compression =
+                Compression::new(encoding).with_level(CompressionLevel::Precise(level));
+            let mut compressor = Compressor::new(compression);
+            let mut decompressor = Decompressor::new(encoding);
+            // (message, in two chunks, compressed by libdeflate). The
+            // stream's first message follows the process's last one, which
+            // other tests move.
+            let steps: [(&[u8], bool, Option<bool>); 7] = [
+                (&letters, false, None),
+                (&runs, false, Some(true)),
+                (&runs, false, Some(false)),
+                (&runs, true, Some(false)),
+                (&letters, true, Some(false)),
+                (&letters, false, Some(true)),
+                (&text, false, Some(true)),
+            ];
+            for (step, (input, split, by_libdeflate)) in steps.into_iter().enumerate() {
+                let mut wire = BytesMut::new();
+                let mut chunks = bytes::Buf::chain(&input[..1000], &input[1000..]);
+                if split {
+                    compressor.compress(&mut chunks, &mut wire).unwrap();
+                } else {
+                    compressor.compress(&mut &input[..], &mut wire).unwrap();
+                }
+                let what = format!("{encoding} level {level} step {step}");
+                assert_eq!(reference_decode(encoding, &wire), input, "{what}");
+                let mut out = Vec::new();
+                decompressor.decompress(&wire, &mut out, 1 << 20).unwrap();
+                assert_eq!(out, input, "{what}");
+                if let (CompressionEncoding::Gzip, Some(by_libdeflate)) = (encoding, by_libdeflate)
+                {
+                    assert_eq!(gzip_written_by_libdeflate(&wire), by_libdeflate, "{what}");
+                }
+            }
+        }
+    }
+}

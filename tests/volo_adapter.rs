@@ -5,16 +5,13 @@
 #![cfg(feature = "volo")]
 
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
 
 use bytes::{Buf, Bytes};
 use futures_util::{StreamExt, stream};
 use grpc_stream_codec::Limits;
 use grpc_stream_codec::volo::{ClientCompressionLayer, RecvStream, encode};
 use http_body::Frame;
-use http_body_util::BodyExt;
 use motore::layer::Layer;
 use motore::service::{Service, service_fn};
 use pilota::pb::encoding::{DecodeContext, WireType, bytes as pb_bytes, skip_field};
@@ -311,30 +308,18 @@ async fn a_response_error_status_comes_after_the_messages() {
 }
 
 /// A body that fails with `cancelled`, as hyper reports a client reset.
-struct Cancelled;
-
-impl http_body::Body for Cancelled {
-    type Data = Bytes;
-    type Error = volo_grpc::Status;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        _cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, volo_grpc::Status>>> {
-        Poll::Ready(Some(Err(volo_grpc::Status::cancelled("client went away"))))
-    }
+fn cancelled() -> volo_grpc::body::BoxBody {
+    let reset: Result<Frame<Bytes>, _> = Err(volo_grpc::Status::cancelled("client went away"));
+    volo_grpc::body::boxed(http_body_util::StreamBody::new(stream::iter([reset])))
 }
 
 #[tokio::test]
 async fn a_cancelled_request_ends_quietly_but_a_cancelled_response_is_an_error() {
-    let mut request = RecvStream::<Blob>::new(Cancelled.boxed_unsync(), Kind::Request, None);
+    let mut request = RecvStream::<Blob>::new(cancelled(), Kind::Request, None);
     assert!(request.next().await.is_none());
 
-    let mut response = RecvStream::<Blob>::new(
-        Cancelled.boxed_unsync(),
-        Kind::Response(http::StatusCode::OK),
-        None,
-    );
+    let mut response =
+        RecvStream::<Blob>::new(cancelled(), Kind::Response(http::StatusCode::OK), None);
     let status = response.next().await.unwrap().unwrap_err();
     assert_eq!(status.code(), volo_grpc::Code::Cancelled);
 }

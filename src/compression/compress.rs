@@ -59,6 +59,7 @@ pub struct Compressor {
     /// [`LONG_MATCH_RATIO`]: the next goes through zlib-rs. `None` before
     /// the stream's first, which follows the process's last message
     /// ([`LONG_MATCHES_SEEN`]).
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
     long_matches: Option<bool>,
 }
 
@@ -106,6 +107,7 @@ impl Compressor {
     pub fn new(compression: Compression) -> Self {
         Self {
             compression,
+            #[cfg(any(feature = "gzip", feature = "deflate"))]
             long_matches: None,
         }
     }
@@ -234,37 +236,31 @@ impl Compressor {
                 .map_err(zstd_error)?;
             Ok::<_, String>(ctx)
         })?;
-        let result = (|| {
-            ctx.reset(ResetDirective::SessionOnly).map_err(zstd_error)?;
-            ctx.set_pledged_src_size(Some(len as u64))
-                .map_err(zstd_error)?;
-            loop {
-                let chunk = input.chunk();
-                let last = chunk.len() == input.remaining();
-                let directive = if last {
-                    EndDirective::ZSTD_e_end
-                } else {
-                    EndDirective::ZSTD_e_continue
-                };
-                let mut source = InBuffer::around(chunk);
-                let room = zstd::zstd_safe::compress_bound(chunk.len());
-                let (left, written) = with_room(out, room, |dst| {
+        let result = ctx
+            .reset(ResetDirective::SessionOnly)
+            .and_then(|_| ctx.set_pledged_src_size(Some(len as u64)))
+            .map_err(zstd_error)
+            .and_then(|_| {
+                let room = zstd::zstd_safe::compress_bound;
+                feed_chunks(input, out, "zstd", room, |chunk, last, dst| {
+                    let directive = if last {
+                        EndDirective::ZSTD_e_end
+                    } else {
+                        EndDirective::ZSTD_e_continue
+                    };
+                    let mut source = InBuffer::around(chunk);
                     let mut sink = OutBuffer::around(dst);
-                    let left = ctx.compress_stream2(&mut sink, &mut source, directive);
-                    (left, sink.pos())
-                });
-                let left = left.map_err(zstd_error)?;
-                let consumed = source.pos();
-                let whole = consumed == chunk.len();
-                input.advance(consumed);
-                if last && whole && left == 0 {
-                    return Ok(());
-                }
-                if consumed == 0 && written == 0 {
-                    return Err("zstd made no progress".to_string());
-                }
-            }
-        })();
+                    let left = ctx
+                        .compress_stream2(&mut sink, &mut source, directive)
+                        .map_err(zstd_error)?;
+                    let consumed = source.pos();
+                    Ok(Step {
+                        consumed,
+                        written: sink.pos(),
+                        finished: last && consumed == chunk.len() && left == 0,
+                    })
+                })
+            });
         // zstd sizes its tables and window to the message: a context that
         // failed mid-frame is not kept, one that grew with a large message
         // is kept within the pool's cap.
@@ -296,37 +292,73 @@ fn zlib_rs(level: i32, input: &mut impl Buf, out: &mut BytesMut, gzip: bool) -> 
     })?;
     let state = &mut *lease;
     state.reset();
-    let result = loop {
-        let chunk = input.chunk();
-        let last = chunk.len() == input.remaining();
+    // Long-match messages compress far below 1/16; more room is asked for
+    // in turn if not.
+    let room = |len: usize| len / 16 + 64;
+    let result = feed_chunks(input, out, "zlib-rs", room, |chunk, last, dst| {
         let flush = if last {
             FlushCompress::Finish
         } else {
             FlushCompress::None
         };
-        // Long-match messages compress far below 1/16; more room is asked
-        // for in turn if not.
-        let room = chunk.len() / 16 + 64;
         let (before_in, before_out) = (state.total_in(), state.total_out());
-        let (status, written) = with_room(out, room, |dst| {
-            let status = state.compress(chunk, dst, flush);
-            (status, (state.total_out() - before_out) as usize)
-        });
-        let consumed = (state.total_in() - before_in) as usize;
-        input.advance(consumed);
-        match status {
-            Ok(Status::StreamEnd) => break Ok(()),
-            Ok(_) if consumed == 0 && written == 0 => {
-                break Err("zlib-rs made no progress".to_string());
-            }
-            Ok(_) => {}
-            Err(error) => break Err(error.to_string()),
-        }
-    };
+        let status = state
+            .compress(chunk, dst, flush)
+            .map_err(|error| error.to_string())?;
+        Ok(Step {
+            consumed: (state.total_in() - before_in) as usize,
+            written: (state.total_out() - before_out) as usize,
+            finished: status == Status::StreamEnd,
+        })
+    });
     if result.is_err() {
         lease.discard();
     }
     result
+}
+
+/// What one call of a streaming compressor did with one chunk.
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+struct Step {
+    consumed: usize,
+    written: usize,
+    /// The frame is complete: all input taken and all output flushed.
+    finished: bool,
+}
+
+/// Feeds `input` to a streaming compressor chunk by chunk (no joining),
+/// each call writing into `room(chunk length)` bytes at the end of `out`
+/// and told whether its chunk is the message's last, until the compressor
+/// says the frame is finished.
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+fn feed_chunks(
+    input: &mut impl Buf,
+    out: &mut BytesMut,
+    name: &str,
+    room: impl Fn(usize) -> usize,
+    mut compress: impl FnMut(&[u8], bool, &mut [u8]) -> Result<Step, String>,
+) -> Result<(), String> {
+    loop {
+        let chunk = input.chunk();
+        let last = chunk.len() == input.remaining();
+        let (step, _) = with_room(out, room(chunk.len()), |dst| {
+            match compress(chunk, last, dst) {
+                Ok(step) => {
+                    let written = step.written;
+                    (Ok(step), written)
+                }
+                Err(error) => (Err(error), 0),
+            }
+        });
+        let step = step?;
+        input.advance(step.consumed);
+        if step.finished {
+            return Ok(());
+        }
+        if step.consumed == 0 && step.written == 0 {
+            return Err(format!("{name} made no progress"));
+        }
+    }
 }
 
 /// Appends all of `input` to `out`, consuming it.

@@ -7,11 +7,12 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use http::{HeaderMap, HeaderValue};
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, Frame};
+use http_body_util::BodyExt;
 
 use crate::spec::{ECHO_INITIAL, ECHO_TRAILING_BIN};
 use crate::volo_binary_metadata::BinaryMetadata;
@@ -60,47 +61,23 @@ impl Echo {
     }
 }
 
-/// A response body that adds one entry to its trailers frame.
-#[derive(Debug)]
-pub struct EchoTrailers<B> {
-    inner: B,
-    trailing: Option<HeaderValue>,
-}
-
-impl<B> Body for EchoTrailers<B>
+/// `body` with `trailing` (if any) added to its trailers frame.
+pub fn echo_trailers<B>(
+    body: B,
+    mut trailing: Option<HeaderValue>,
+) -> impl Body<Data = Bytes, Error = B::Error> + Send + 'static
 where
-    B: Body<Data = Bytes> + Unpin,
+    B: Body<Data = Bytes> + Send + 'static,
 {
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let this = self.get_mut();
-        let frame = match ready!(Pin::new(&mut this.inner).poll_frame(cx)) {
-            Some(Ok(frame)) => frame,
-            other => return Poll::Ready(other),
-        };
-        Poll::Ready(Some(Ok(match frame.into_trailers() {
-            Ok(mut trailers) => {
-                if let Some(trailing) = this.trailing.take() {
-                    trailers.insert(ECHO_TRAILING_BIN, trailing);
-                }
-                Frame::trailers(trailers)
+    body.map_frame(move |frame| match frame.into_trailers() {
+        Ok(mut trailers) => {
+            if let Some(trailing) = trailing.take() {
+                trailers.insert(ECHO_TRAILING_BIN, trailing);
             }
-            Err(frame) => frame,
-        })))
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
+            Frame::trailers(trailers)
+        }
+        Err(frame) => frame,
+    })
 }
 
 /// The echo for a tonic server: `Server::builder().layer(TonicEchoLayer)`.
@@ -140,7 +117,7 @@ where
         Box::pin(async move {
             let mut response = response.await?;
             let trailing = echo.apply(response.headers_mut());
-            Ok(response.map(|inner| tonic::body::Body::new(EchoTrailers { inner, trailing })))
+            Ok(response.map(|inner| tonic::body::Body::new(echo_trailers(inner, trailing))))
         })
     }
 }
@@ -184,13 +161,12 @@ where
         let echo = Echo::from_volo_request(&req);
         let mut response = self.inner.call(cx, req).await?;
         let trailing = echo.apply(response.metadata_mut().headers_mut());
-        Ok(response.map(|inner| volo_grpc::body::boxed(EchoTrailers { inner, trailing })))
+        Ok(response.map(|inner| volo_grpc::body::boxed(echo_trailers(inner, trailing))))
     }
 }
 
 #[cfg(test)]
 mod tests {
-    use http_body_util::BodyExt;
 
     use super::*;
 
@@ -214,7 +190,7 @@ mod tests {
         let trailing = Echo::from_request(&request_headers()).apply(&mut headers);
         assert_eq!(headers[ECHO_INITIAL], "hello");
         assert!(!headers.contains_key(ECHO_TRAILING_BIN));
-        let collected = EchoTrailers { inner, trailing }.collect().await.unwrap();
+        let collected = echo_trailers(inner, trailing).collect().await.unwrap();
         let trailers = collected.trailers().cloned().unwrap();
         assert_eq!(trailers[ECHO_TRAILING_BIN], "q6ur");
         assert_eq!(trailers["grpc-status"], "0");
