@@ -619,6 +619,59 @@ fn client_body_returns_the_error_as_body_error() {
     assert_eq!(error.code(), Code::InvalidArgument);
 }
 
+/// After each frame of the body: whether it said it had ended (HTTP/2 then
+/// sends that frame with END_STREAM and polls no more).
+fn end_flags(source: Script, server: bool) -> Vec<bool> {
+    let stream = EncodeStream::new(
+        source,
+        TestEncoder {
+            exact: false,
+            skew: 0,
+        },
+        EncodeConfig::new(),
+    );
+    let mut body = if server {
+        EncodeBody::server(stream)
+    } else {
+        EncodeBody::client(stream)
+    };
+    let mut cx = Context::from_waker(Waker::noop());
+    let mut flags = Vec::new();
+    for _ in 0..1000 {
+        match Pin::new(&mut body).poll_frame(&mut cx) {
+            Poll::Ready(Some(_)) => flags.push(body.is_end_stream()),
+            Poll::Ready(None) => return flags,
+            Poll::Pending => {}
+        }
+    }
+    panic!("body did not end");
+}
+
+#[test]
+fn a_client_body_ends_with_its_last_frame_never_before() {
+    let small = || Msg::copied(&b"a"[..]);
+    // Ready messages and the source's end: known with the only batch.
+    assert_eq!(end_flags(Script::items([small(), small()]), false), [true]);
+    // A batch of several frames: only the last one ends the body.
+    let flags = end_flags(Script::items([Msg::copied(pattern(100_000, 1))]), false);
+    assert!(flags.len() > 1, "{flags:?}");
+    assert_eq!(flags.iter().filter(|ended| **ended).count(), 1, "{flags:?}");
+    assert_eq!(flags.last(), Some(&true));
+    // The source pending between messages: the first batch leaves before
+    // the end is known.
+    let source = Script::new([Step::Item(small()), Step::Pending, Step::Item(small())]);
+    assert_eq!(end_flags(source, false), [false, true]);
+    // A source error after a message: the batch does not claim the end, so
+    // the error still reaches the transport.
+    let source = Script::new([
+        Step::Item(small()),
+        Step::Error(Status::new(Code::Aborted, "stop")),
+    ]);
+    assert_eq!(end_flags(source, false), [false, true]);
+    // A response body ends with its trailers, never with its data.
+    assert_eq!(end_flags(Script::items([small()]), true), [false, true]);
+}
+
 #[test]
 fn client_body_ends_without_trailers() {
     let frames = body_frames(Script::items([Msg::copied(&b"a"[..])]), false);

@@ -142,7 +142,12 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        self.finished && self.nodes.as_ref().is_none_or(|nodes| nodes.len() == 0)
+        let sent = self.nodes.as_ref().is_none_or(|nodes| nodes.len() == 0);
+        // A request body has no trailers: once the encoder has seen its
+        // source end, its last batch is the body's end, and HTTP/2 sends
+        // END_STREAM on that frame instead of an empty frame after it.
+        let source_ended = self.mode == BodyMode::Client && self.stream.is_terminated();
+        sent && (self.finished || source_ended)
     }
 }
 
