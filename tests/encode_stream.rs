@@ -534,7 +534,8 @@ fn threshold_never_splits_a_message() {
 
 type Frames = Vec<Result<http_body::Frame<Bytes>, Status>>;
 
-fn body_frames(source: Script, server: bool) -> Frames {
+/// A response (`server`) or request body encoding `source`.
+fn test_body(source: Script, server: bool) -> EncodeBody<Script, TestEncoder> {
     let stream = EncodeStream::new(
         source,
         TestEncoder {
@@ -543,11 +544,15 @@ fn body_frames(source: Script, server: bool) -> Frames {
         },
         EncodeConfig::new(),
     );
-    let mut body = if server {
+    if server {
         EncodeBody::server(stream)
     } else {
         EncodeBody::client(stream)
-    };
+    }
+}
+
+fn body_frames(source: Script, server: bool) -> Frames {
+    let mut body = test_body(source, server);
     let mut cx = Context::from_waker(Waker::noop());
     let mut frames = Vec::new();
     for _ in 0..1000 {
@@ -622,19 +627,7 @@ fn client_body_returns_the_error_as_body_error() {
 /// After each frame of the body: whether it said it had ended (HTTP/2 then
 /// sends that frame with END_STREAM and polls no more).
 fn end_flags(source: Script, server: bool) -> Vec<bool> {
-    let stream = EncodeStream::new(
-        source,
-        TestEncoder {
-            exact: false,
-            skew: 0,
-        },
-        EncodeConfig::new(),
-    );
-    let mut body = if server {
-        EncodeBody::server(stream)
-    } else {
-        EncodeBody::client(stream)
-    };
+    let mut body = test_body(source, server);
     let mut cx = Context::from_waker(Waker::noop());
     let mut flags = Vec::new();
     for _ in 0..1000 {

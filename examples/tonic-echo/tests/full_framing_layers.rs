@@ -1347,7 +1347,14 @@ async fn serve_abandoning(how: Abandon, received: Arc<Notify>) -> (SocketAddr, J
                         stream.send_reset(reason);
                         let _ = wait.await;
                     }
-                    Abandon::DropConnection => driver.abort(),
+                    Abandon::DropConnection => {
+                        // The connection goes first: were the stream dropped
+                        // while it still ran, h2 could send RST_STREAM(CANCEL)
+                        // ahead of the close, and the client would see that.
+                        driver.abort();
+                        let _ = driver.await;
+                        drop(stream);
+                    }
                 }
             });
         }
