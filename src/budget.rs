@@ -160,7 +160,7 @@ use std::task::{Context, Poll};
 use crate::status::Status;
 
 #[cfg(any(feature = "tonic", feature = "volo"))]
-pub(crate) use layer::LayerBudget;
+pub use layer::{ReceiveBudgetLayer, ReceiveBudgetService};
 pub(crate) use share::{Counted, Share};
 pub use shared::{DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER, Http2Windows, SharedBudget};
 pub(crate) use stream::StreamBudget;

@@ -25,7 +25,7 @@ use pin_project_lite::pin_project;
 use tower_layer::Layer;
 use tower_service::Service;
 
-use crate::budget::{Budget, LayerBudget};
+use crate::budget::{Budget, ReceiveBudgetLayer, ReceiveBudgetService};
 
 /// The budget a [`ReceiveBudgetLayer`] attached, as an HTTP extension, with
 /// the call's probe (shared by the request's and the response's tag).
@@ -45,13 +45,13 @@ struct Probe {
     /// response or an error), or dropped before its response: there was
     /// nothing to count, or no chance to.
     exempt: AtomicBool,
-    layer: LayerBudget,
+    layer: ReceiveBudgetLayer,
 }
 
 impl Drop for Probe {
     fn drop(&mut self) {
         if !self.read.load(Ordering::Relaxed) && !self.exempt.load(Ordering::Relaxed) {
-            self.layer.note_uncounted();
+            self.layer.note_uncounted(UNCOUNTED);
         }
     }
 }
@@ -71,80 +71,11 @@ pub(crate) fn tagged_budget(extensions: &Extensions) -> Option<Budget> {
     })
 }
 
-/// Counts what the full framing receives against one budget: requests on a
-/// server, responses on a client.
-///
-/// ```no_run
-/// use grpc_stream_codec::budget::SharedBudget;
-/// use grpc_stream_codec::tonic::ReceiveBudgetLayer;
-///
-/// let budget = SharedBudget::new(256 << 20);
-/// // Server: every request stream of every full-framing service.
-/// let server = tonic::transport::Server::builder().layer(ReceiveBudgetLayer::new(budget.clone()));
-/// // Client: every response stream of a full-framing client on `channel`:
-/// // let channel = tower::ServiceBuilder::new().layer(ReceiveBudgetLayer::new(budget)).service(channel);
-/// # drop(server);
-/// ```
-///
-/// A waiting stream leaves up to its HTTP/2 stream window unread, and that
-/// counts against its connection's window too: set the server's windows
-/// from [`SharedBudget::http2_windows`](crate::budget::SharedBudget::http2_windows)
-/// (`Server::initial_stream_window_size`, `initial_connection_window_size`,
-/// `max_concurrent_streams`), or the streams that hold the budget may not
-/// receive the rest of their messages.
-///
-/// Only this crate's full framing reads the budget. A call that reaches a
-/// service or client with another framing (stock tonic, the codec-only
-/// path, `tonic-health`) is not counted: the layer counts such calls
-/// ([`uncounted_calls`](Self::uncounted_calls)) and logs a `tracing`
-/// warning the first time. Calls answered without a message body
-/// (trailers-only responses, errors) or cancelled before their response are
-/// not judged.
-#[derive(Clone, Debug)]
-pub struct ReceiveBudgetLayer {
-    layer: LayerBudget,
-}
-
-impl ReceiveBudgetLayer {
-    /// A layer for `budget`.
-    pub fn new(budget: impl Into<Budget>) -> Self {
-        ReceiveBudgetLayer {
-            layer: LayerBudget::new(budget.into(), UNCOUNTED),
-        }
-    }
-
-    /// Calls through this layer (its clones and the services made from
-    /// it) whose messages the budget did not count, because the service or
-    /// client they reached does not use this crate's full framing. A call
-    /// is judged once its request and response are dropped.
-    pub fn uncounted_calls(&self) -> u64 {
-        self.layer.uncounted_calls()
-    }
-}
-
 impl<S> Layer<S> for ReceiveBudgetLayer {
     type Service = ReceiveBudgetService<S>;
 
     fn layer(&self, inner: S) -> Self::Service {
-        ReceiveBudgetService {
-            inner,
-            layer: self.layer.clone(),
-        }
-    }
-}
-
-/// The service [`ReceiveBudgetLayer`] makes: tags each request, and its
-/// response, with the budget.
-#[derive(Clone, Debug)]
-pub struct ReceiveBudgetService<S> {
-    inner: S,
-    layer: LayerBudget,
-}
-
-impl<S> ReceiveBudgetService<S> {
-    /// See [`ReceiveBudgetLayer::uncounted_calls`].
-    pub fn uncounted_calls(&self) -> u64 {
-        self.layer.uncounted_calls()
+        ReceiveBudgetService::new(inner, self.clone())
     }
 }
 

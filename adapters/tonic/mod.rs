@@ -54,7 +54,8 @@ with_feature! {"tonic",
     mod codec;
     mod framing_codec;
 
-    pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, TaggedResponse};
+    pub use budget::TaggedResponse;
+    pub use crate::budget::{ReceiveBudgetLayer, ReceiveBudgetService};
     pub use codec::{
         BufferConfig, ProstCodec, ProstCodecWith, ProstDecoder, ProstEncoder, TonicDefaults,
     };

@@ -17,7 +17,7 @@ use motore::layer::Layer;
 use motore::service::Service;
 
 use super::scoped::{self, Scoped};
-use crate::budget::{Budget, LayerBudget};
+use crate::budget::{Budget, ReceiveBudgetLayer, ReceiveBudgetService};
 
 static DEFAULT_SET: AtomicBool = AtomicBool::new(false);
 static DEFAULT: RwLock<Option<Budget>> = RwLock::new(None);
@@ -87,75 +87,11 @@ pub(super) fn budget_for_new_stream() -> Option<Budget> {
     }
 }
 
-/// A volo-grpc layer (server or client) that gives every stream received
-/// under it a receive budget: request streams on a server, response
-/// streams on a client.
-///
-/// ```no_run
-/// use grpc_stream_codec::budget::SharedBudget;
-/// use grpc_stream_codec::volo::ReceiveBudgetLayer;
-///
-/// let budget = SharedBudget::new(256 << 20);
-/// let layer = ReceiveBudgetLayer::new(budget.clone());
-/// // Server: volo_grpc::server::Server::new().layer_front(layer).add_service(..)
-/// // Client: EchoClientBuilder::new("echo").layer_inner(layer)
-/// # let _ = layer;
-/// ```
-///
-/// It works by installing the budget in a thread-local while it polls the
-/// service it wraps, which is where volo-grpc's generated code creates the
-/// receiving streams; on a client put it with `layer_inner`, so it wraps the
-/// transport.
-///
-/// Only this crate's `RecvStream` takes the budget. A call that succeeds
-/// without one of them taking it (a service or client whose generated code
-/// the build hook did not rewrite, or the layer in a place where no stream
-/// is made) is not counted: the layer counts such calls
-/// ([`uncounted_calls`](Self::uncounted_calls)) and logs a `tracing`
-/// warning the first time. Calls that fail are not judged.
-#[derive(Clone, Debug)]
-pub struct ReceiveBudgetLayer {
-    layer: LayerBudget,
-}
-
-impl ReceiveBudgetLayer {
-    /// A layer giving streams `budget`.
-    pub fn new(budget: impl Into<Budget>) -> Self {
-        ReceiveBudgetLayer {
-            layer: LayerBudget::new(budget.into(), UNCOUNTED),
-        }
-    }
-
-    /// Successful calls through this layer (its clones and the services
-    /// made from it) during which no stream of this crate took the budget,
-    /// so their messages were not counted.
-    pub fn uncounted_calls(&self) -> u64 {
-        self.layer.uncounted_calls()
-    }
-}
-
 impl<S> Layer<S> for ReceiveBudgetLayer {
     type Service = ReceiveBudgetService<S>;
 
-    fn layer(self, inner: S) -> ReceiveBudgetService<S> {
-        ReceiveBudgetService {
-            inner,
-            layer: self.layer,
-        }
-    }
-}
-
-/// The service of [`ReceiveBudgetLayer`].
-#[derive(Clone, Debug)]
-pub struct ReceiveBudgetService<S> {
-    inner: S,
-    layer: LayerBudget,
-}
-
-impl<S> ReceiveBudgetService<S> {
-    /// See [`ReceiveBudgetLayer::uncounted_calls`].
-    pub fn uncounted_calls(&self) -> u64 {
-        self.layer.uncounted_calls()
+    fn layer(self, inner: S) -> Self::Service {
+        ReceiveBudgetService::new(inner, self)
     }
 }
 
@@ -176,7 +112,7 @@ where
         let taken = scope.taken.clone();
         let result = Scoped::new(&SCOPED, scope, self.inner.call(cx, req)).await;
         if result.is_ok() && !taken.load(Ordering::Relaxed) {
-            self.layer.note_uncounted();
+            self.layer.note_uncounted(UNCOUNTED);
         }
         result
     }

@@ -57,7 +57,8 @@ with_feature! {"volo",
     mod limits;
     mod scoped;
 
-    pub use budget::{ReceiveBudgetLayer, ReceiveBudgetService, default_budget, set_default_budget};
+    pub use budget::{default_budget, set_default_budget};
+    pub use crate::budget::{ReceiveBudgetLayer, ReceiveBudgetService};
     pub use client::ClientBuilder;
     pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
     pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};

@@ -80,23 +80,10 @@ where
     })
 }
 
-/// The echo for a tonic server: `Server::builder().layer(TonicEchoLayer)`.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct TonicEchoLayer;
-
-impl<S> tower::Layer<S> for TonicEchoLayer {
-    type Service = TonicEcho<S>;
-
-    fn layer(&self, inner: S) -> TonicEcho<S> {
-        TonicEcho { inner }
-    }
-}
-
-/// The service of [`TonicEchoLayer`].
+/// The echo for a tonic server, around the service it wraps:
+/// `Server::builder().layer(tower::layer::layer_fn(TonicEcho))`.
 #[derive(Clone, Debug)]
-pub struct TonicEcho<S> {
-    inner: S,
-}
+pub struct TonicEcho<S>(pub S);
 
 impl<S, B> tower::Service<http::Request<B>> for TonicEcho<S>
 where
@@ -108,12 +95,12 @@ where
     type Future = Pin<Box<dyn Future<Output = Result<Self::Response, S::Error>> + Send>>;
 
     fn poll_ready(&mut self, cx: &mut Context<'_>) -> Poll<Result<(), S::Error>> {
-        self.inner.poll_ready(cx)
+        self.0.poll_ready(cx)
     }
 
     fn call(&mut self, req: http::Request<B>) -> Self::Future {
         let echo = Echo::from_request(req.headers());
-        let response = self.inner.call(req);
+        let response = self.0.call(req);
         Box::pin(async move {
             let mut response = response.await?;
             let trailing = echo.apply(response.headers_mut());
@@ -122,24 +109,11 @@ where
     }
 }
 
-/// The echo for a volo-grpc server: `Server::new().layer_front(VoloEchoLayer)`,
-/// with [`crate::volo_binary_metadata::BinaryMetadataLayer`] in front.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct VoloEchoLayer;
-
-impl<S> volo::Layer<S> for VoloEchoLayer {
-    type Service = VoloEcho<S>;
-
-    fn layer(self, inner: S) -> VoloEcho<S> {
-        VoloEcho { inner }
-    }
-}
-
-/// The service of [`VoloEchoLayer`].
+/// The echo for a volo-grpc server, around the service it wraps:
+/// `Server::new().layer_front(volo::layer::layer_fn(VoloEcho))`, with
+/// [`crate::volo_binary_metadata::BinaryMetadataLayer`] in front.
 #[derive(Clone, Debug)]
-pub struct VoloEcho<S> {
-    inner: S,
-}
+pub struct VoloEcho<S>(pub S);
 
 impl<S, B> volo::Service<volo_grpc::context::ServerContext, volo_grpc::Request<B>> for VoloEcho<S>
 where
@@ -159,7 +133,7 @@ where
         req: volo_grpc::Request<B>,
     ) -> Result<Self::Response, Self::Error> {
         let echo = Echo::from_volo_request(&req);
-        let mut response = self.inner.call(cx, req).await?;
+        let mut response = self.0.call(cx, req).await?;
         let trailing = echo.apply(response.metadata_mut().headers_mut());
         Ok(response.map(|inner| volo_grpc::body::boxed(echo_trailers(inner, trailing))))
     }

@@ -16,7 +16,7 @@ use tonic::transport::Server;
 use tonic::{Code, Request, Response, Status};
 
 use crate::deadline::{parse_grpc_timeout, until_deadline};
-use crate::echo_metadata::TonicEchoLayer;
+use crate::echo_metadata::TonicEcho;
 use crate::spec::{MAX_HALF_DUPLEX_REQUESTS, NOT_COMPRESSED, request_compressed, zeros};
 use crate::stats::{Held, StreamStats};
 use crate::tonic_gen::test_service_server::{TestService, TestServiceServer};
@@ -275,7 +275,7 @@ pub async fn serve(
         })
     });
     Server::builder()
-        .layer(TonicEchoLayer)
+        .layer(tower::layer::layer_fn(TonicEcho))
         .add_service(test_service(service))
         .serve_with_incoming(incoming)
         .await

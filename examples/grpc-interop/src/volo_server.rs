@@ -20,7 +20,7 @@ use volo_grpc::server::{Server, ServiceBuilder};
 use volo_grpc::{BoxStream, Code, Request, Response, Status};
 
 use crate::deadline::{parse_grpc_timeout, until_deadline};
-use crate::echo_metadata::VoloEchoLayer;
+use crate::echo_metadata::VoloEcho;
 use crate::spec::{MAX_HALF_DUPLEX_REQUESTS, NOT_COMPRESSED, request_compressed, zeros};
 use crate::stats::{Held, StreamStats};
 use crate::volo_binary_metadata::BinaryMetadataLayer;
@@ -257,7 +257,7 @@ pub async fn serve(
     let incoming = volo::net::incoming::DefaultIncoming::from(listener);
     Server::new()
         .layer_front(DeflateNameLayer)
-        .layer_front(VoloEchoLayer)
+        .layer_front(volo::layer::layer_fn(VoloEcho))
         .layer_tower(BinaryMetadataLayer)
         .add_service(codec)
         .run(incoming)
