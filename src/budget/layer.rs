@@ -30,8 +30,10 @@ use super::Budget;
 ///
 /// A waiting stream leaves up to its HTTP/2 stream window unread, and that
 /// counts against its connection's window too: set the server's windows
-/// from [`SharedBudget::http2_windows`](super::SharedBudget::http2_windows), or the streams that hold the budget
-/// may not receive the rest of their messages.
+/// from [`SharedBudget::http2_windows`](super::SharedBudget::http2_windows)
+/// (on tonic `Server::initial_stream_window_size`,
+/// `initial_connection_window_size` and `max_concurrent_streams`), or the
+/// streams that hold the budget may not receive the rest of their messages.
 ///
 /// Where it reads the budget:
 ///
