@@ -126,48 +126,32 @@ impl MatrixArm {
 
     /// The server binary and its flags.
     pub fn command(self) -> (&'static str, Vec<String>) {
-        let threshold = |bytes: usize| vec!["--batch-threshold".to_owned(), bytes.to_string()];
-        let batched = 32 * 1024;
-        let budget = || vec!["--receive-budget".to_owned(), RECEIVE_BUDGET.to_string()];
-        let windows = || vec!["--budget-windows".to_owned(), RECEIVE_BUDGET.to_string()];
-        match (self.stack, self.variant) {
-            (Stack::Volo, Variant::Windows) => {
-                ("volo-echo-server", [threshold(batched), windows()].concat())
-            }
-            (Stack::Tonic, Variant::Windows) => {
-                let framing = vec!["--framing".to_owned(), "full".to_owned()];
-                (
-                    "tonic-echo-server",
-                    [framing, threshold(batched), windows()].concat(),
-                )
-            }
-            (Stack::Volo, Variant::Budget) => {
-                ("volo-echo-server", [threshold(batched), budget()].concat())
-            }
-            (Stack::Tonic, Variant::Budget) => {
-                let framing = vec!["--framing".to_owned(), "full".to_owned()];
-                (
-                    "tonic-echo-server",
-                    [framing, threshold(batched), budget()].concat(),
-                )
-            }
-            (Stack::Volo, Variant::Batched) => ("volo-echo-server", threshold(batched)),
-            (Stack::Volo, Variant::Unbatched) => ("volo-echo-server", threshold(0)),
-            (Stack::Volo, _) => ("volo-echo-server", vec!["--stock".into()]),
-            (Stack::Tonic, Variant::Stock | Variant::Floor) => {
-                ("tonic-echo-server", vec!["--stock".into()])
-            }
-            (Stack::Tonic, variant) => {
-                let mut flags = vec!["--framing".to_owned(), "full".to_owned()];
-                flags.extend(threshold(if variant == Variant::Batched {
-                    batched
-                } else {
-                    0
-                }));
-                ("tonic-echo-server", flags)
-            }
-            (Stack::Bare, _) => ("bare-echo-server", Vec::new()),
+        let binary = match self.stack {
+            Stack::Bare => return ("bare-echo-server", Vec::new()),
+            Stack::Volo => "volo-echo-server",
+            Stack::Tonic => "tonic-echo-server",
+        };
+        if matches!(self.variant, Variant::Stock | Variant::Floor) {
+            return (binary, vec!["--stock".to_owned()]);
         }
+        let mut flags: Vec<String> = Vec::new();
+        if self.stack == Stack::Tonic {
+            flags.extend(["--framing".into(), "full".into()]);
+        }
+        let threshold = match self.variant {
+            Variant::Unbatched => 0,
+            _ => 32 * 1024,
+        };
+        flags.extend(["--batch-threshold".into(), threshold.to_string()]);
+        let budget_flag = match self.variant {
+            Variant::Budget => Some("--receive-budget"),
+            Variant::Windows => Some("--budget-windows"),
+            _ => None,
+        };
+        if let Some(flag) = budget_flag {
+            flags.extend([flag.to_owned(), RECEIVE_BUDGET.to_string()]);
+        }
+        (binary, flags)
     }
 }
 
@@ -665,5 +649,42 @@ mod tests {
         assert_eq!(failed_cells(&[cell(3, None), cell(0, Some("reset"))]), 1);
         assert_eq!(failed_cells(&[cell(2, Some("reset after a sample"))]), 1);
         assert_eq!(failed_cells(&[cell(0, None), cell(0, Some("x"))]), 2);
+    }
+
+    /// The flags each arm starts its server with: the example servers'
+    /// stable flags, the same threshold on both stacks.
+    #[test]
+    fn arms_start_their_servers_with_these_flags() {
+        let command = |stack, variant| {
+            let (binary, flags) = MatrixArm::new(stack, variant).command();
+            format!("{binary} {}", flags.join(" "))
+        };
+        let budget = format!("--receive-budget {RECEIVE_BUDGET}");
+        let windows = format!("--budget-windows {RECEIVE_BUDGET}");
+        assert_eq!(command(Stack::Bare, Variant::Batched), "bare-echo-server ");
+        assert_eq!(
+            command(Stack::Volo, Variant::Floor),
+            "volo-echo-server --stock"
+        );
+        assert_eq!(
+            command(Stack::Tonic, Variant::Stock),
+            "tonic-echo-server --stock"
+        );
+        assert_eq!(
+            command(Stack::Volo, Variant::Unbatched),
+            "volo-echo-server --batch-threshold 0"
+        );
+        assert_eq!(
+            command(Stack::Tonic, Variant::Batched),
+            "tonic-echo-server --framing full --batch-threshold 32768"
+        );
+        assert_eq!(
+            command(Stack::Volo, Variant::Budget),
+            format!("volo-echo-server --batch-threshold 32768 {budget}")
+        );
+        assert_eq!(
+            command(Stack::Tonic, Variant::Windows),
+            format!("tonic-echo-server --framing full --batch-threshold 32768 {windows}")
+        );
     }
 }

@@ -37,6 +37,16 @@ struct Options {
     report_memory: bool,
 }
 
+/// The value after `flag`, parsed; `what` names it in the error.
+fn parsed<T>(args: &mut impl Iterator<Item = String>, flag: &str, what: &str) -> Result<T, String>
+where
+    T: std::str::FromStr,
+    T::Err: std::fmt::Display,
+{
+    let value = args.next().ok_or_else(|| format!("{flag} needs {what}"))?;
+    value.parse().map_err(|e| format!("{flag} {value}: {e}"))
+}
+
 fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut listen = None;
     let mut serve = ServeOptions::default();
@@ -46,14 +56,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.as_str() {
-            "--listen" => {
-                let value = args.next().ok_or("--listen needs an address")?;
-                listen = Some(
-                    value
-                        .parse()
-                        .map_err(|e| format!("--listen {value}: {e}"))?,
-                );
-            }
+            "--listen" => listen = Some(parsed(&mut args, "--listen", "an address")?),
             "--stock" => serve.stock = true,
             "--framing" => {
                 let value = args.next().ok_or("--framing needs codec or full")?;
@@ -61,31 +64,15 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
                     Framing::parse(&value).ok_or_else(|| format!("unknown --framing {value}"))?;
             }
             "--batch-threshold" => {
-                let value = args
-                    .next()
-                    .ok_or("--batch-threshold needs a number of bytes")?;
-                serve.batch_threshold = Some(
-                    value
-                        .parse()
-                        .map_err(|e| format!("--batch-threshold {value}: {e}"))?,
-                );
+                serve.batch_threshold =
+                    Some(parsed(&mut args, "--batch-threshold", "a number of bytes")?);
             }
             "--report-memory" => report_memory = true,
             "--receive-budget" => {
-                let value = args.next().ok_or("--receive-budget needs a byte count")?;
-                receive_budget = Some(
-                    value
-                        .parse()
-                        .map_err(|e| format!("--receive-budget {value}: {e}"))?,
-                );
+                receive_budget = Some(parsed(&mut args, "--receive-budget", "a byte count")?);
             }
             "--budget-windows" => {
-                let value = args.next().ok_or("--budget-windows needs a byte count")?;
-                budget_windows = Some(
-                    value
-                        .parse()
-                        .map_err(|e| format!("--budget-windows {value}: {e}"))?,
-                );
+                budget_windows = Some(parsed(&mut args, "--budget-windows", "a byte count")?);
             }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),
