@@ -655,36 +655,48 @@ mod tests {
     /// stable flags, the same threshold on both stacks.
     #[test]
     fn arms_start_their_servers_with_these_flags() {
-        let command = |stack, variant| {
-            let (binary, flags) = MatrixArm::new(stack, variant).command();
-            format!("{binary} {}", flags.join(" "))
-        };
         let budget = format!("--receive-budget {RECEIVE_BUDGET}");
         let windows = format!("--budget-windows {RECEIVE_BUDGET}");
-        assert_eq!(command(Stack::Bare, Variant::Batched), "bare-echo-server ");
-        assert_eq!(
-            command(Stack::Volo, Variant::Floor),
-            "volo-echo-server --stock"
-        );
-        assert_eq!(
-            command(Stack::Tonic, Variant::Stock),
-            "tonic-echo-server --stock"
-        );
-        assert_eq!(
-            command(Stack::Volo, Variant::Unbatched),
-            "volo-echo-server --batch-threshold 0"
-        );
-        assert_eq!(
-            command(Stack::Tonic, Variant::Batched),
-            "tonic-echo-server --framing full --batch-threshold 32768"
-        );
-        assert_eq!(
-            command(Stack::Volo, Variant::Budget),
-            format!("volo-echo-server --batch-threshold 32768 {budget}")
-        );
-        assert_eq!(
-            command(Stack::Tonic, Variant::Windows),
-            format!("tonic-echo-server --framing full --batch-threshold 32768 {windows}")
-        );
+        let expected = [
+            (
+                Stack::Bare,
+                Variant::Batched,
+                "bare-echo-server ".to_owned(),
+            ),
+            (
+                Stack::Volo,
+                Variant::Floor,
+                "volo-echo-server --stock".into(),
+            ),
+            (
+                Stack::Tonic,
+                Variant::Stock,
+                "tonic-echo-server --stock".into(),
+            ),
+            (
+                Stack::Volo,
+                Variant::Unbatched,
+                "volo-echo-server --batch-threshold 0".into(),
+            ),
+            (
+                Stack::Tonic,
+                Variant::Batched,
+                "tonic-echo-server --framing full --batch-threshold 32768".into(),
+            ),
+            (
+                Stack::Volo,
+                Variant::Budget,
+                format!("volo-echo-server --batch-threshold 32768 {budget}"),
+            ),
+            (
+                Stack::Tonic,
+                Variant::Windows,
+                format!("tonic-echo-server --framing full --batch-threshold 32768 {windows}"),
+            ),
+        ];
+        for (stack, variant, command) in expected {
+            let (binary, flags) = MatrixArm::new(stack, variant).command();
+            assert_eq!(format!("{binary} {}", flags.join(" ")), command);
+        }
     }
 }
