@@ -27,6 +27,8 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub mod budget;
+#[cfg(any(feature = "tonic", feature = "volo"))]
+pub(crate) mod call;
 pub mod compression;
 pub mod decode;
 pub mod encode;

@@ -28,6 +28,7 @@ use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
+use crate::call::{ClientDeadline, Timer, timeout_from_headers};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
 use crate::status::Code;
@@ -196,6 +197,10 @@ where
         M2: prost::Message + Default + Send + Sync + 'static,
     {
         let request = self.http_request::<S, M1>(request, path)?;
+        // The deadline sent: tonic's transport bounds the call only until
+        // the response headers, this bounds the response body too.
+        let timer = timeout_from_headers(request.headers())
+            .map(|timeout| -> Timer { Box::pin(tokio::time::sleep(timeout)) });
         let response = self
             .inner
             .call(request)
@@ -213,9 +218,17 @@ where
         if let Some(name) = first_malformed_binary(&parts.headers) {
             return Err(Status::internal(malformed_binary_message(name)).into());
         }
-        let messages =
-            Streaming::new_response(parts.status, &parts.headers, bytes_body(body), self.limits)
-                .with_optional_budget(tagged_budget(&parts.extensions));
+        let body = bytes_body(body);
+        let messages = match timer {
+            Some(timer) => Streaming::new_response(
+                parts.status,
+                &parts.headers,
+                ClientDeadline::new(body, timer),
+                self.limits,
+            ),
+            None => Streaming::new_response(parts.status, &parts.headers, body, self.limits),
+        }
+        .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Response::from_parts(
             MetadataMap::from_headers(parts.headers),
             messages,

@@ -35,6 +35,7 @@ use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
+use crate::call::{Pump, Pumped, ServerDeadline, Timer, read_ahead, timeout_from_headers};
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
@@ -243,12 +244,17 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
+        let timer = deadline_timer(req.headers());
         let request = match self.single_request(req).await {
             Ok(request) => request,
             Err(status) => return status.into_http(),
         };
         let response = service.call(request).await;
-        self.respond(response, send)
+        let response = self.respond(response, send);
+        match timer {
+            Some(timer) => response.map(|body| Body::new(ServerDeadline::new(body, Some(timer), None))),
+            None => response,
+        }
     }
 
     /// Handles a client-streaming call.
@@ -263,11 +269,11 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send + 'static,
     {
         let send = self.send.negotiate(req.headers());
-        let request = match self.streaming_request(req) {
+        let (request, pump) = match self.read_ahead_request(req) {
             Ok(request) => request,
             Err(status) => return status.into_http(),
         };
-        let response = service.call(request).await;
+        let response = Pumped::new(service.call(request), Some(pump)).await;
         let send = send.filter(|_| !compression_disabled(&response));
         self.respond(response.map(|r| r.map(single)), send)
     }
@@ -285,12 +291,14 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let request = match self.streaming_request(req) {
+        let timer = deadline_timer(req.headers());
+        let (request, pump) = match self.read_ahead_request(req) {
             Ok(request) => request,
             Err(status) => return status.into_http(),
         };
-        let response = service.call(request).await;
+        let response = Pumped::new(service.call(request), Some(pump.clone())).await;
         self.respond(response, send)
+            .map(|body| Body::new(ServerDeadline::new(body, timer, Some(pump))))
     }
 
     /// The request of a unary or server-streaming call: exactly one message.
@@ -343,6 +351,24 @@ impl<C: FramingCodec> Grpc<C> {
         )))
     }
 
+    /// A streaming request whose frames a [`Pump`] takes out of the
+    /// transport ahead of the handler (see [`crate::call`]); the call's
+    /// future and response body drive the pump.
+    fn read_ahead_request<B>(
+        &self,
+        req: http::Request<B>,
+    ) -> Result<(StreamingRequest<C::Decode>, Pump), tonic::Status>
+    where
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError>,
+    {
+        let budget = tagged_budget(req.extensions());
+        let (parts, body) = req.into_parts();
+        let (body, pump) = read_ahead(bytes_body(body), budget);
+        let request = self.streaming_request(http::Request::from_parts(parts, body))?;
+        Ok((request, pump))
+    }
+
     fn respond<St>(
         &self,
         response: Result<tonic::Response<St>, tonic::Status>,
@@ -378,6 +404,15 @@ impl<C: FramingCodec> Grpc<C> {
 }
 
 /// A single response message as a stream.
+/// A streaming request as a handler takes it.
+type StreamingRequest<M> = tonic::Request<Streaming<M>>;
+
+/// A timer for the call's `grpc-timeout`, started now.
+fn deadline_timer(headers: &http::HeaderMap) -> Option<Timer> {
+    let timeout = timeout_from_headers(headers)?;
+    Some(Box::pin(tokio::time::sleep(timeout)))
+}
+
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {
     tonic::codegen::tokio_stream::once(Ok(message))
 }

@@ -20,8 +20,9 @@ pub use client::{
     check_server_stream_expecting, check_unary, request_payload,
 };
 pub use service::{
-    EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, PACE_MICROS, ResponseStream, bidi,
-    client_stream, fail_after, failure, pace, paced, server_stream, unary,
+    EchoService, FAIL_AFTER, FAIL_DETAIL, MAX_RESPONSE_SIZE, PACE_MICROS, READ_DELAY_MILLIS,
+    READ_PACE_MICROS, ReadPace, ResponseStream, bidi, client_stream, fail_after, failure, pace,
+    paced, server_stream, unary,
 };
 
 /// Messages and services generated with grpc-stream-codec's tonic codec.

@@ -40,17 +40,44 @@ pub const FAIL_DETAIL: &str = "x-fail-detail";
 /// (the benchmark's source whose messages are not all ready).
 pub const PACE_MICROS: &str = "x-pace-micros";
 
+/// ClientStream request metadata: milliseconds the handler waits before it
+/// reads its first request (a slow start: an auth look-up, say).
+pub const READ_DELAY_MILLIS: &str = "x-read-delay-millis";
+
+/// ClientStream request metadata: microseconds the handler waits after each
+/// request it reads (a slow reader: a database write per message, say).
+pub const READ_PACE_MICROS: &str = "x-read-pace-micros";
+
+/// The number above 0 that request metadata `name` holds, if any.
+fn metadata_number(metadata: &MetadataMap, name: &str) -> Option<u64> {
+    let number: u64 = metadata.get(name)?.to_str().ok()?.trim().parse().ok()?;
+    (number > 0).then_some(number)
+}
+
 /// The gap a request's [`PACE_MICROS`] metadata asks for, if it holds a
 /// number above 0.
 pub fn pace(metadata: &MetadataMap) -> Option<Duration> {
-    let micros: u64 = metadata
-        .get(PACE_MICROS)?
-        .to_str()
-        .ok()?
-        .trim()
-        .parse()
-        .ok()?;
-    (micros > 0).then(|| Duration::from_micros(micros))
+    metadata_number(metadata, PACE_MICROS).map(Duration::from_micros)
+}
+
+/// How a ClientStream handler reads, as its request metadata asks
+/// ([`READ_DELAY_MILLIS`], [`READ_PACE_MICROS`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ReadPace {
+    /// Waited before the first read.
+    pub delay: Option<Duration>,
+    /// Waited after each request read.
+    pub per_message: Option<Duration>,
+}
+
+impl ReadPace {
+    /// The pace `metadata` asks for.
+    pub fn from_metadata(metadata: &MetadataMap) -> ReadPace {
+        ReadPace {
+            delay: metadata_number(metadata, READ_DELAY_MILLIS).map(Duration::from_millis),
+            per_message: metadata_number(metadata, READ_PACE_MICROS).map(Duration::from_micros),
+        }
+    }
 }
 
 /// `responses`, produced one at a time `gap` apart when a gap is given (the
@@ -110,14 +137,22 @@ pub fn server_stream(
 }
 
 /// ClientStream: the sum of the payload lengths and the number of requests.
+/// Read at the pace `read` asks for.
 pub async fn client_stream(
     mut requests: impl Stream<Item = Result<EchoRequest, Status>> + Unpin,
+    read: ReadPace,
 ) -> Result<EchoResponse, Status> {
     let mut total_bytes = 0u64;
     let mut count = 0u32;
+    if let Some(delay) = read.delay {
+        tokio::time::sleep(delay).await;
+    }
     while let Some(request) = requests.next().await {
         total_bytes += request?.payload.len() as u64;
         count = count.saturating_add(1);
+        if let Some(gap) = read.per_message {
+            tokio::time::sleep(gap).await;
+        }
     }
     Ok(EchoResponse {
         total_bytes,
@@ -180,7 +215,10 @@ macro_rules! impl_echo {
                 &self,
                 request: Request<$streaming<EchoRequest>>,
             ) -> Result<Response<EchoResponse>, Status> {
-                client_stream(request.into_inner()).await.map(Response::new)
+                let read = ReadPace::from_metadata(request.metadata());
+                client_stream(request.into_inner(), read)
+                    .await
+                    .map(Response::new)
             }
 
             type BidiStream = ResponseStream;

@@ -1,0 +1,264 @@
+//! `grpc-timeout`: reading it, and ending a streaming call when it passes.
+//!
+//! tonic and volo-grpc bound a call by its deadline only until the response
+//! headers; a streaming response then runs as long as its handler produces.
+//! [`ServerDeadline`] ends a server's response body at the deadline with
+//! `DEADLINE_EXCEEDED` in its trailers (dropping the handler's response
+//! source), and [`ClientDeadline`] fails a client's response body at the
+//! deadline it sent, as grpc-go and C-core do.
+
+use std::future::Future;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use bytes::Bytes;
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+
+use super::read_ahead::{BoxError, Pump};
+use crate::status::{Code, Status};
+
+/// The header a caller's deadline travels in.
+pub const GRPC_TIMEOUT: &str = "grpc-timeout";
+
+/// A future that completes when the deadline passes, made by the adapter
+/// (the core names no runtime).
+pub type Timer = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// The timeout `headers` carry in `grpc-timeout`: 1 to 8 digits and a unit
+/// (`H`, `M`, `S`, `m`, `u`, `n`); `None` when absent or malformed.
+pub fn timeout_from_headers(headers: &HeaderMap) -> Option<Duration> {
+    parse_timeout(headers.get(GRPC_TIMEOUT)?.as_bytes())
+}
+
+/// Parses one `grpc-timeout` value (see [`timeout_from_headers`]).
+pub fn parse_timeout(value: &[u8]) -> Option<Duration> {
+    let (unit, digits) = value.split_last()?;
+    if !(1..=8).contains(&digits.len()) || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    // At most 8 digits: fits a u64 with room for any unit's factor.
+    let count = digits
+        .iter()
+        .fold(0u64, |total, digit| total * 10 + u64::from(digit - b'0'));
+    Some(match unit {
+        b'H' => Duration::from_secs(count * 3600),
+        b'M' => Duration::from_secs(count * 60),
+        b'S' => Duration::from_secs(count),
+        b'm' => Duration::from_millis(count),
+        b'u' => Duration::from_micros(count),
+        b'n' => Duration::from_nanos(count),
+        _ => return None,
+    })
+}
+
+/// The status of a call whose deadline passed.
+pub fn deadline_exceeded() -> Status {
+    Status::new(Code::DeadlineExceeded, "deadline exceeded")
+}
+
+/// A server's response body that ends at the call's deadline, and drives
+/// the request's [`Pump`] whenever hyper polls it.
+///
+/// At the deadline the inner body (and with it the handler's response
+/// source) is dropped, the request body the handler reads ends with
+/// `DEADLINE_EXCEEDED`, and the trailers carry that status.
+pub struct ServerDeadline<B> {
+    inner: Option<B>,
+    timer: Option<Timer>,
+    pump: Option<Pump>,
+    /// Whether the deadline's trailers have been sent.
+    expired: bool,
+}
+
+impl<B> ServerDeadline<B> {
+    /// `inner`, ended when `timer` completes, pumping `pump`.
+    pub fn new(inner: B, timer: Option<Timer>, pump: Option<Pump>) -> Self {
+        ServerDeadline {
+            inner: Some(inner),
+            timer,
+            pump,
+            expired: false,
+        }
+    }
+}
+
+impl<B> Body for ServerDeadline<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    type Data = Bytes;
+    type Error = B::Error;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let this = self.get_mut();
+        if let Some(pump) = &this.pump {
+            pump.pump(cx);
+        }
+        if let Some(timer) = this.timer.as_mut()
+            && timer.as_mut().poll(cx).is_ready()
+        {
+            this.timer = None;
+            this.inner = None;
+            this.expired = true;
+            if let Some(pump) = this.pump.take() {
+                pump.end_with(deadline_exceeded());
+            }
+            let mut trailers = HeaderMap::new();
+            deadline_exceeded().write_headers(&mut trailers);
+            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+        }
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        let frame = Pin::new(inner).poll_frame(cx);
+        if let Poll::Ready(None) = frame {
+            // Ended in time: nothing more to watch.
+            this.inner = None;
+            this.timer = None;
+            this.pump = None;
+        }
+        frame
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match &self.inner {
+            Some(inner) => inner.is_end_stream(),
+            None => true,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match &self.inner {
+            Some(inner) if self.timer.is_none() => inner.size_hint(),
+            _ => SizeHint::default(),
+        }
+    }
+}
+
+impl<B> std::fmt::Debug for ServerDeadline<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ServerDeadline")
+            .field("armed", &self.timer.is_some())
+            .field("expired", &self.expired)
+            .finish_non_exhaustive()
+    }
+}
+
+/// A client's response body that fails with `DEADLINE_EXCEEDED` at the
+/// deadline the client sent, dropping the transport body (which resets the
+/// stream).
+pub struct ClientDeadline<B> {
+    inner: Option<Pin<Box<B>>>,
+    timer: Timer,
+}
+
+impl<B> ClientDeadline<B> {
+    /// `inner`, failed when `timer` completes.
+    pub fn new(inner: B, timer: Timer) -> Self {
+        ClientDeadline {
+            inner: Some(Box::pin(inner)),
+            timer,
+        }
+    }
+}
+
+impl<B> Body for ClientDeadline<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let this = self.get_mut();
+        let Some(inner) = this.inner.as_mut() else {
+            return Poll::Ready(None);
+        };
+        if let Poll::Ready(frame) = inner.as_mut().poll_frame(cx) {
+            if frame.is_none() {
+                this.inner = None;
+            }
+            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+        }
+        if this.timer.as_mut().poll(cx).is_ready() {
+            this.inner = None;
+            return Poll::Ready(Some(Err(Box::new(deadline_exceeded()))));
+        }
+        Poll::Pending
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.inner
+            .as_ref()
+            .is_none_or(|inner| inner.is_end_stream())
+    }
+}
+
+impl<B> std::fmt::Debug for ClientDeadline<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ClientDeadline")
+            .field("ended", &self.inner.is_none())
+            .finish_non_exhaustive()
+    }
+}
+
+pin_project_lite::pin_project! {
+    /// A call's future that drives the request's [`Pump`] before each poll,
+    /// so frames are taken out of the transport while a handler has not
+    /// started reading (or awaits something else).
+    pub struct Pumped<F> {
+        #[pin]
+        inner: F,
+        pump: Option<Pump>,
+    }
+}
+
+impl<F> Pumped<F> {
+    /// `inner`, pumping `pump` first on every poll.
+    pub fn new(inner: F, pump: Option<Pump>) -> Self {
+        Pumped { inner, pump }
+    }
+}
+
+impl<F: Future> Future for Pumped<F> {
+    type Output = F::Output;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
+        let this = self.project();
+        if let Some(pump) = this.pump.as_ref() {
+            pump.pump(cx);
+        }
+        this.inner.poll(cx)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn timeouts_parse_as_the_spec_writes_them() {
+        assert_eq!(parse_timeout(b"200m"), Some(Duration::from_millis(200)));
+        assert_eq!(parse_timeout(b"1H"), Some(Duration::from_secs(3600)));
+        assert_eq!(
+            parse_timeout(b"99999999n"),
+            Some(Duration::from_nanos(99_999_999))
+        );
+        assert_eq!(
+            parse_timeout(b"99999999H"),
+            Some(Duration::from_secs(99_999_999 * 3600))
+        );
+        for bad in [&b""[..], b"m", b"123456789m", b"12x", b"-1S", b"1.5S"] {
+            assert_eq!(parse_timeout(bad), None, "{bad:?}");
+        }
+    }
+}

@@ -1,0 +1,17 @@
+//! What a server or client adapter wraps around one call's bodies so that a
+//! correct peer keeps its connection and its deadline:
+//!
+//! - [`read_ahead`]: a request body's frames are taken out of the transport
+//!   as they arrive (bounded), so h2's per-connection budget for small DATA
+//!   frames is given back at the rate the peer sends, not the rate a handler
+//!   reads;
+//! - [`ServerDeadline`] and [`ClientDeadline`]: a streaming call ends with
+//!   `DEADLINE_EXCEEDED` when its `grpc-timeout` passes.
+//!
+//! Framework-free: the adapters make the timers and plug the bodies in.
+
+mod deadline;
+mod read_ahead;
+
+pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, Timer, timeout_from_headers};
+pub(crate) use read_ahead::{Pump, read_ahead};

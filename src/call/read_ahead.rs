@@ -1,0 +1,425 @@
+//! Taking a request body's frames out of the transport as they arrive, ahead
+//! of the handler that reads them.
+//!
+//! h2 counts every buffered DATA frame of under 256 bytes against one
+//! connection-wide budget (half the connection window) and closes the whole
+//! connection with `ENHANCE_YOUR_CALM` when unread small frames exceed it;
+//! the budget comes back only as the application reads the frames. A client
+//! that sends each small message in its own frame (grpc-go and grpc-js do)
+//! therefore brings the connection down when a handler reads slower than it
+//! sends. [`ReadAhead`] splits a body in two: the [`ReadAheadBody`] the
+//! handler reads, and a [`Pump`] that the call's own future and response
+//! body poll, which moves ready frames out of the transport into a bounded
+//! backlog. Small frames are copied into one contiguous buffer (a few bytes
+//! each instead of a frame's bookkeeping); large ones are kept as they are.
+//!
+//! The backlog holds at most [`READ_AHEAD_MAX`] bytes (and, on a budgeted
+//! stream, only what the receive budget grants); past that the pump stops
+//! and HTTP/2 flow control holds the peer, as without it.
+
+use std::collections::VecDeque;
+use std::error::Error as StdError;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Context, Poll, Wake, Waker};
+
+use bytes::{Bytes, BytesMut};
+use http::HeaderMap;
+use http_body::{Body, Frame, SizeHint};
+
+use crate::budget::{Budget, Request, WaitSlot};
+use crate::status::Status;
+
+/// The most of a request body taken ahead of its reader: 256 KiB, room for
+/// about 17,000 unread 10-byte messages each in its own frame (h2 alone
+/// holds about 2,000 of them before it closes the connection).
+pub const READ_AHEAD_MAX: usize = 256 * 1024;
+
+/// Frames shorter than this are the ones h2 charges for; they are copied
+/// into the backlog's contiguous buffer instead of being kept whole.
+const SMALL_FRAME: usize = 256;
+
+/// The size of the buffers small frames are copied into.
+const SMALL_CHUNK: usize = 16 * 1024;
+
+/// How much of the receive budget the backlog asks for at a time, so a
+/// stream of small frames takes the budget's lock once per this many bytes.
+const GRANT_STEP: usize = 16 * 1024;
+
+/// The error type of [`ReadAheadBody`]: the inner body's error, boxed, or
+/// this crate's [`Status`] when the call was ended (its deadline passed).
+pub type BoxError = Box<dyn StdError + Send + Sync>;
+
+/// Splits `body` into the body a handler reads and the pump that reads
+/// ahead of it (see the module docs). With `budget`, the backlog is counted
+/// against it and stops growing when it cannot grant.
+pub fn read_ahead<B>(body: B, budget: Option<Budget>) -> (ReadAheadBody<B>, Pump)
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<BoxError>,
+{
+    let shared = Arc::new(Shared {
+        state: Mutex::new(State {
+            body: Some(Box::pin(body)),
+            backlog: Backlog::default(),
+            end: None,
+            budget: budget.map(|budget| Grant {
+                budget,
+                slot: WaitSlot::default(),
+                granted: 0,
+            }),
+        }),
+        wakers: Arc::new(Wakers::default()),
+    });
+    let pump_shared: Arc<dyn Pumpable> = shared.clone();
+    (ReadAheadBody { shared }, Pump(pump_shared))
+}
+
+/// The half of a [`read_ahead`] split that the handler reads: the request
+/// body, frames taken ahead first.
+pub struct ReadAheadBody<B> {
+    shared: Arc<Shared<B>>,
+}
+
+/// The half of a [`read_ahead`] split that moves ready frames into the
+/// backlog. Cheap to clone; every clone drives the same body.
+#[derive(Clone)]
+pub struct Pump(Arc<dyn Pumpable>);
+
+impl std::fmt::Debug for Pump {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Pump").finish_non_exhaustive()
+    }
+}
+
+impl Pump {
+    /// Takes every frame the body has ready, up to the bound, registering
+    /// `cx` to be woken when more arrive.
+    pub fn pump(&self, cx: &mut Context<'_>) {
+        self.0.pump(cx);
+    }
+
+    /// Ends the reader's body with `status` after what it already holds is
+    /// discarded, and drops the transport body (the call is over).
+    pub fn end_with(&self, status: Status) {
+        self.0.end_with(status);
+    }
+}
+
+/// The pump's view of the shared state, without the body's type.
+trait Pumpable: Send + Sync {
+    fn pump(&self, cx: &mut Context<'_>);
+    fn end_with(&self, status: Status);
+}
+
+struct Shared<B> {
+    state: Mutex<State<B>>,
+    wakers: Arc<Wakers>,
+}
+
+struct State<B> {
+    /// `None` once it ended, failed, or the call was ended.
+    body: Option<Pin<Box<B>>>,
+    backlog: Backlog,
+    /// What follows the backlog: the body's trailers, error or end.
+    end: Option<End>,
+    budget: Option<Grant>,
+}
+
+enum End {
+    Trailers(HeaderMap),
+    Error(BoxError),
+    Finished,
+}
+
+/// Frames taken ahead, in order: whole large frames, then the contiguous
+/// copy of the small frames that followed the last of them.
+#[derive(Default)]
+struct Backlog {
+    frames: VecDeque<Bytes>,
+    small: BytesMut,
+    len: usize,
+}
+
+impl Backlog {
+    fn push(&mut self, data: Bytes) {
+        self.len += data.len();
+        if data.len() < SMALL_FRAME {
+            if self.small.capacity() - self.small.len() < data.len() {
+                // Fixed-size chunks: no buffer grows (and copies) past one.
+                self.seal_small();
+                self.small = BytesMut::with_capacity(SMALL_CHUNK);
+            }
+            self.small.extend_from_slice(&data);
+        } else {
+            self.seal_small();
+            self.frames.push_back(data);
+        }
+    }
+
+    fn seal_small(&mut self) {
+        if !self.small.is_empty() {
+            self.frames.push_back(self.small.split().freeze());
+        }
+    }
+
+    fn pop(&mut self) -> Option<Bytes> {
+        let data = match self.frames.pop_front() {
+            Some(data) => data,
+            None if !self.small.is_empty() => self.small.split().freeze(),
+            None => return None,
+        };
+        self.len -= data.len();
+        debug_assert!(self.len == 0 || !self.frames.is_empty() || !self.small.is_empty());
+        Some(data)
+    }
+
+    fn clear(&mut self) {
+        *self = Backlog::default();
+    }
+}
+
+/// What the receive budget granted the backlog.
+struct Grant {
+    budget: Budget,
+    slot: WaitSlot,
+    granted: usize,
+}
+
+impl Grant {
+    /// Whether `held` bytes are covered, asking for more if not; bytes
+    /// already taken out of the transport are charged either way.
+    fn cover(&mut self, held: usize) -> bool {
+        if held <= self.granted {
+            return true;
+        }
+        let wanted = (held - self.granted).max(GRANT_STEP);
+        let policy = self.budget.policy();
+        let request = Request {
+            bytes: wanted,
+            starting: Some(wanted),
+        };
+        if policy.try_acquire(&mut self.slot, request) {
+            policy.message_received(&mut self.slot);
+            self.granted += wanted;
+            true
+        } else {
+            // Already out of the transport: counted, ungated, like a slab.
+            let over = held - self.granted;
+            policy.charge(over);
+            self.granted = held;
+            false
+        }
+    }
+
+    /// Gives the grant back once the backlog is empty.
+    fn release_if_empty(&mut self, held: usize) {
+        if held == 0 && self.granted > 0 {
+            self.budget
+                .policy()
+                .release(std::mem::take(&mut self.granted));
+        }
+    }
+}
+
+impl Drop for Grant {
+    fn drop(&mut self) {
+        if self.granted > 0 {
+            self.budget.policy().release(self.granted);
+        }
+        self.budget.policy().cancel(&mut self.slot);
+    }
+}
+
+/// The two tasks a frame's arrival may concern: the reader's and the
+/// pump's (they differ when a handler reads its stream in a task of its own).
+#[derive(Default)]
+struct Wakers {
+    reader: Mutex<Option<Waker>>,
+    pump: Mutex<Option<Waker>>,
+}
+
+impl Wakers {
+    fn set(slot: &Mutex<Option<Waker>>, waker: &Waker) {
+        let mut slot = lock(slot);
+        if !slot.as_ref().is_some_and(|held| held.will_wake(waker)) {
+            *slot = Some(waker.clone());
+        }
+    }
+
+    fn wake(slot: &Mutex<Option<Waker>>) {
+        if let Some(waker) = lock(slot).take() {
+            waker.wake();
+        }
+    }
+}
+
+impl Wake for Wakers {
+    fn wake(self: Arc<Self>) {
+        self.wake_by_ref();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        // Whoever polled last, both learn that the body has something.
+        Wakers::wake(&self.reader);
+        Wakers::wake(&self.pump);
+    }
+}
+
+/// Locks `mutex`, also after a panic elsewhere: every state it guards is
+/// consistent between statements.
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+impl<B> Shared<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    /// Polls the transport body with a waker that wakes reader and pump.
+    fn poll_body(&self, body: &mut Pin<Box<B>>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+        let waker = Waker::from(self.wakers.clone());
+        body.as_mut().poll_frame(&mut Context::from_waker(&waker))
+    }
+}
+
+impl<B> Pumpable for Shared<B>
+where
+    B: Body<Data = Bytes> + Send,
+    B::Error: Into<BoxError>,
+{
+    fn pump(&self, cx: &mut Context<'_>) {
+        Wakers::set(&self.wakers.pump, cx.waker());
+        let mut state = lock(&self.state);
+        let state = &mut *state;
+        let mut took = false;
+        while state.backlog.len < READ_AHEAD_MAX {
+            let Some(body) = state.body.as_mut() else {
+                break;
+            };
+            let frame = match self.poll_body(body) {
+                Poll::Pending => break,
+                Poll::Ready(frame) => frame,
+            };
+            took = true;
+            let end = match frame {
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) => {
+                        state.backlog.push(data);
+                        let covered = match state.budget.as_mut() {
+                            Some(grant) => grant.cover(state.backlog.len),
+                            None => true,
+                        };
+                        if !covered {
+                            break;
+                        }
+                        continue;
+                    }
+                    Err(frame) => match frame.into_trailers() {
+                        Ok(trailers) => End::Trailers(trailers),
+                        // Neither data nor trailers: nothing to keep.
+                        Err(_) => continue,
+                    },
+                },
+                Some(Err(error)) => End::Error(error.into()),
+                None => End::Finished,
+            };
+            state.backlog.seal_small();
+            state.end = Some(end);
+            state.body = None;
+        }
+        if took {
+            Wakers::wake(&self.wakers.reader);
+        }
+    }
+
+    fn end_with(&self, status: Status) {
+        let mut state = lock(&self.state);
+        state.body = None;
+        state.backlog.clear();
+        if let Some(grant) = state.budget.as_mut() {
+            grant.release_if_empty(0);
+        }
+        state.end = Some(End::Error(Box::new(status)));
+        drop(state);
+        Wakers::wake(&self.wakers.reader);
+    }
+}
+
+impl<B> Body for ReadAheadBody<B>
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+    type Data = Bytes;
+    type Error = BoxError;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+        let shared = &*self.shared;
+        let mut state = lock(&shared.state);
+        let state = &mut *state;
+        if let Some(data) = state.backlog.pop() {
+            if let Some(grant) = state.budget.as_mut() {
+                grant.release_if_empty(state.backlog.len);
+            }
+            return Poll::Ready(Some(Ok(Frame::data(data))));
+        }
+        if let Some(end) = state.end.take() {
+            // `end` is reported once; afterwards the body has ended.
+            state.end = Some(End::Finished);
+            return Poll::Ready(match end {
+                End::Trailers(trailers) => Some(Ok(Frame::trailers(trailers))),
+                End::Error(error) => Some(Err(error)),
+                End::Finished => None,
+            });
+        }
+        let Some(body) = state.body.as_mut() else {
+            return Poll::Ready(None);
+        };
+        Wakers::set(&shared.wakers.reader, cx.waker());
+        match shared.poll_body(body) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(None) => {
+                state.body = None;
+                state.end = Some(End::Finished);
+                Poll::Ready(None)
+            }
+            Poll::Ready(Some(frame)) => Poll::Ready(Some(frame.map_err(Into::into))),
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        let state = lock(&self.shared.state);
+        state.body.is_none() && state.backlog.len == 0 && matches!(state.end, Some(End::Finished))
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        SizeHint::default()
+    }
+}
+
+impl<B> Drop for ReadAheadBody<B> {
+    fn drop(&mut self) {
+        // The handler is done with its requests: release the transport
+        // stream and what was taken ahead at once, whoever still pumps.
+        let mut state = lock(&self.shared.state);
+        state.body = None;
+        state.backlog.clear();
+        state.budget = None;
+    }
+}
+
+impl<B> std::fmt::Debug for ReadAheadBody<B> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = lock(&self.shared.state);
+        f.debug_struct("ReadAheadBody")
+            .field("held", &state.backlog.len)
+            .finish_non_exhaustive()
+    }
+}
