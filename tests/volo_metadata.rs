@@ -20,7 +20,7 @@ struct Seen;
 #[derive(Clone)]
 struct SeenRequest(HeaderMap, Option<BinaryMetadata>);
 
-impl Service<http::Request<()>> for Seen {
+impl Service<http::Request<BoxBody>> for Seen {
     type Response = http::Response<BoxBody>;
     type Error = Infallible;
     type Future = Ready<Result<Self::Response, Infallible>>;
@@ -29,7 +29,7 @@ impl Service<http::Request<()>> for Seen {
         Poll::Ready(Ok(()))
     }
 
-    fn call(&mut self, req: http::Request<()>) -> Self::Future {
+    fn call(&mut self, req: http::Request<BoxBody>) -> Self::Future {
         let binary = req.extensions().get::<BinaryMetadata>().cloned();
         let mut response = http::Response::new(volo_grpc::body::empty_body());
         response
@@ -41,6 +41,7 @@ impl Service<http::Request<()>> for Seen {
 
 fn call(req: http::Request<()>) -> http::Response<BoxBody> {
     let mut service = BinaryMetadataLayer.layer(Seen);
+    let req = req.map(|()| volo_grpc::body::empty_body());
     futures_util::FutureExt::now_or_never(service.call(req))
         .unwrap()
         .unwrap()

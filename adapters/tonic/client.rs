@@ -28,7 +28,7 @@ use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
-use crate::call::{ClientDeadline, Timer, timeout_from_headers};
+use crate::call::ClientDeadline;
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
 use crate::status::Code;
@@ -199,8 +199,7 @@ where
         let request = self.http_request::<S, M1>(request, path)?;
         // The deadline sent: tonic's transport bounds the call only until
         // the response headers, this bounds the response body too.
-        let timer = timeout_from_headers(request.headers())
-            .map(|timeout| -> Timer { Box::pin(tokio::time::sleep(timeout)) });
+        let timer = super::server::deadline_timer(request.headers());
         let response = self
             .inner
             .call(request)

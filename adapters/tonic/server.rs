@@ -407,10 +407,11 @@ impl<C: FramingCodec> Grpc<C> {
 /// A streaming request as a handler takes it.
 type StreamingRequest<M> = tonic::Request<Streaming<M>>;
 
-/// A timer for the call's `grpc-timeout`, started now.
-fn deadline_timer(headers: &http::HeaderMap) -> Option<Timer> {
-    let timeout = timeout_from_headers(headers)?;
-    Some(Box::pin(tokio::time::sleep(timeout)))
+/// A timer for the call's `grpc-timeout`, counted from now. The sleep is
+/// made on its first poll, inside the runtime that serves the call.
+pub(super) fn deadline_timer(headers: &http::HeaderMap) -> Option<Timer> {
+    let deadline = tokio::time::Instant::now() + timeout_from_headers(headers)?;
+    Some(Box::pin(async move { tokio::time::sleep_until(deadline).await }))
 }
 
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {

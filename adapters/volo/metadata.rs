@@ -17,6 +17,7 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
+use super::call_guard::{Guarded, guard_request};
 use crate::status::{Code, decode_binary_header, first_malformed_binary, malformed_binary_message};
 
 /// A request's binary metadata, in the request's extensions after
@@ -87,7 +88,9 @@ pub struct BinaryMetadataService<S> {
 
 impl<S, B> tower_service::Service<http::Request<B>> for BinaryMetadataService<S>
 where
-    S: tower_service::Service<http::Request<B>, Response = http::Response<BoxBody>>,
+    S: tower_service::Service<http::Request<BoxBody>, Response = http::Response<BoxBody>>,
+    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B::Error: Into<crate::call::BoxError>,
 {
     type Response = http::Response<BoxBody>;
     type Error = S::Error;
@@ -119,8 +122,9 @@ where
         if !binary.is_empty() {
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
+        let (req, guard) = guard_request(req);
         BinaryMetadataFuture::Inner {
-            inner: self.inner.call(req),
+            inner: Guarded::new(self.inner.call(req), guard),
         }
     }
 }
@@ -131,7 +135,7 @@ pin_project! {
     #[project = Projected]
     pub enum BinaryMetadataFuture<F> {
         /// The inner service's future.
-        Inner { #[pin] inner: F },
+        Inner { #[pin] inner: Guarded<F> },
         /// The `internal` answer, taken on the first poll.
         Refused { response: Option<http::Response<BoxBody>> },
     }

@@ -49,6 +49,7 @@ with_feature! {"volo",
     mod encode;
     // conversions with volo-grpc: status, compression, metadata
     mod compression;
+    mod call_guard;
     mod metadata;
     mod status;
     // limits and the receive budget, handed to generated code through a

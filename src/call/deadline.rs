@@ -227,6 +227,11 @@ impl<F> Pumped<F> {
     pub fn new(inner: F, pump: Option<Pump>) -> Self {
         Pumped { inner, pump }
     }
+
+    /// The pump it drives.
+    pub fn pump(&self) -> Option<&Pump> {
+        self.pump.as_ref()
+    }
 }
 
 impl<F: Future> Future for Pumped<F> {
