@@ -18,3 +18,4 @@ pub mod raw_h2;
 pub mod rss;
 pub mod running;
 pub mod settle;
+pub mod small_frames;

@@ -66,7 +66,10 @@ async fn full_framing_server_ends_a_server_stream_at_its_deadline() {
         response.trailers
     );
     let sent: usize = response.data_frames.iter().map(Bytes::len).sum();
-    assert!(sent < 20_000_000 * 100, "the whole stream went out: {sent} bytes");
+    assert!(
+        sent < 20_000_000 * 100,
+        "the whole stream went out: {sent} bytes"
+    );
     // The connection is still fine for the next call.
     let unary = test_support::raw_h2::send(
         &client,
@@ -96,8 +99,15 @@ async fn full_framing_server_ends_a_bidi_stream_at_its_deadline() {
     // The request stream stays open: only the deadline ends the call.
     let started = Instant::now();
     let response = read_response(response.await.unwrap()).await;
-    println!("bidi ended after {:?} (deadline {DEADLINE:?})", started.elapsed());
-    assert_eq!(response.grpc_status(), Some(DEADLINE_EXCEEDED), "{response:?}");
+    println!(
+        "bidi ended after {:?} (deadline {DEADLINE:?})",
+        started.elapsed()
+    );
+    assert_eq!(
+        response.grpc_status(),
+        Some(DEADLINE_EXCEEDED),
+        "{response:?}"
+    );
     assert_eq!(response.data_frames.len(), 1, "the one echo, then the end");
     drop(requests);
 }
@@ -114,7 +124,10 @@ async fn stock_tonic_server_streams_past_its_deadline() {
     let client = connect(addr).await;
     let mut client = client.ready().await.unwrap();
     let (response, _requests) = client
-        .send_request(grpc_request(SERVER_STREAM, &[("grpc-timeout", "200m")]), false)
+        .send_request(
+            grpc_request(SERVER_STREAM, &[("grpc-timeout", "200m")]),
+            false,
+        )
         .map(|(response, mut stream)| {
             let body = envelope(0, &endless_request().encode_to_vec());
             stream.send_data(body.into(), true).unwrap();
@@ -129,7 +142,10 @@ async fn stock_tonic_server_streams_past_its_deadline() {
         let _ = body.flow_control().release_capacity(frame.len());
         received += frame.len();
     }
-    println!("stock tonic sent {received} bytes in {:?}", started.elapsed());
+    println!(
+        "stock tonic sent {received} bytes in {:?}",
+        started.elapsed()
+    );
 }
 
 #[tokio::test]

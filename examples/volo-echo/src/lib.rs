@@ -62,6 +62,32 @@ pub fn pace_for(metadata: &volo_grpc::metadata::MetadataMap) -> Option<std::time
         .map(std::time::Duration::from_micros)
 }
 
+/// ClientStream request metadata: milliseconds the handler waits before it
+/// reads its first request (a slow start).
+pub const READ_DELAY_MILLIS: &str = "x-read-delay-millis";
+
+/// ClientStream request metadata: microseconds the handler waits after
+/// each request it reads (a slow reader).
+pub const READ_PACE_MICROS: &str = "x-read-pace-micros";
+
+/// The wait before the first read and after each read that a ClientStream
+/// call's metadata asks for ([`READ_DELAY_MILLIS`], [`READ_PACE_MICROS`]).
+pub fn read_pace(
+    metadata: &volo_grpc::metadata::MetadataMap,
+) -> (Option<std::time::Duration>, Option<std::time::Duration>) {
+    let number = |name: &str| {
+        metadata
+            .get(name)
+            .and_then(|value| value.to_str().ok())
+            .and_then(|value| value.trim().parse::<u64>().ok())
+            .filter(|&number| number > 0)
+    };
+    (
+        number(READ_DELAY_MILLIS).map(std::time::Duration::from_millis),
+        number(READ_PACE_MICROS).map(std::time::Duration::from_micros),
+    )
+}
+
 /// Binary request metadata `Unary` sends back, decoded and re-encoded, as
 /// binary response metadata of the same name: how the tests see that a
 /// valid `-bin` request header reaches a handler (through
@@ -384,12 +410,19 @@ macro_rules! flavour {
                 &self,
                 req: Request<$recv<EchoRequest>>,
             ) -> Result<Response<EchoResponse>, Status> {
+                let (delay, gap) = crate::read_pace(req.metadata());
                 let mut requests = req.into_inner();
                 let (mut count, mut total_bytes) = (0u32, 0u64);
+                if let Some(delay) = delay {
+                    tokio::time::sleep(delay).await;
+                }
                 while let Some(request) = requests.next().await {
                     let request = request?;
                     count += 1;
                     total_bytes += request.payload.len() as u64;
+                    if let Some(gap) = gap {
+                        tokio::time::sleep(gap).await;
+                    }
                 }
                 Ok(Response::new(EchoResponse {
                     total_bytes,

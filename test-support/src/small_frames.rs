@@ -1,0 +1,179 @@
+//! A client-streaming call of many small messages, each in its own DATA
+//! frame (as grpc-go and grpc-js send them), to an example server's
+//! ClientStream: what h2's small-DATA-frame budget is measured with.
+
+use std::io::{BufRead, Write};
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use bytes::Bytes;
+use h2::Reason;
+use tokio::net::TcpStream;
+use tokio::sync::oneshot;
+
+use crate::process::ListeningProcess;
+use crate::raw_h2::{envelope, grpc_request, read_response, send};
+
+/// Messages a call sends.
+pub const MESSAGES: usize = 10_000;
+
+/// Each message: an `EchoRequest` with an 8-byte payload (10 bytes).
+const MESSAGE: [u8; 10] = [0x0a, 8, 7, 7, 7, 7, 7, 7, 7, 7];
+
+/// The bytes of one message's frame (5-byte prefix and the message).
+pub const FRAME_LEN: usize = 5 + MESSAGE.len();
+
+/// The client writes its frames in bursts of this many, [`BURST_GAP`]
+/// apart: a fast peer (50,000 messages a second) whose frames reach the
+/// server no faster than its connection task reads them. One burst of more
+/// than about 2,000 small frames, read by h2 in one go, closes the
+/// connection whatever reads the stream (docs/budget.md, "Small DATA
+/// frames").
+const BURST: usize = 500;
+const BURST_GAP: Duration = Duration::from_millis(10);
+
+/// Handler metadata: wait 2 s before the first read.
+pub const READ_LATE: [(&str, &str); 1] = [("x-read-delay-millis", "2000")];
+
+/// Handler metadata: wait 1 ms after each read.
+pub const READ_SLOWLY: [(&str, &str); 1] = [("x-read-pace-micros", "1000")];
+
+/// What the call came to.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// The handler's answer: how many requests it read.
+    Served {
+        /// `EchoResponse.count`.
+        count: u64,
+    },
+    /// The connection went away with this reason.
+    Closed(Reason),
+}
+
+/// The server's live heap, as its `--report-memory` answers.
+pub fn live_bytes(server: &mut ListeningProcess) -> usize {
+    let stdin = server.child.stdin.as_mut().expect("piped stdin");
+    writeln!(stdin, "memory").expect("ask for memory");
+    stdin.flush().expect("flush");
+    let mut line = String::new();
+    server.stdout.read_line(&mut line).expect("memory line");
+    line.trim()
+        .strip_prefix("live_bytes ")
+        .and_then(|n| n.parse().ok())
+        .unwrap_or_else(|| panic!("not a memory line: {line:?}"))
+}
+
+/// Runs one warm-up call and then the measured call against `server` (an
+/// example server started with `--report-memory` and piped stdin), with
+/// `metadata` telling the handler how to read. Returns the outcome and the
+/// server's live heap, above its level before the call, one second into the
+/// call (every frame sent, the handler not done).
+pub fn run(server: &mut ListeningProcess, metadata: &[(&str, &str)]) -> (Outcome, usize) {
+    let addr = server.addr;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("runtime");
+    // A first call warms the server up (its runtime's and allocator's
+    // lazily made parts), so what is measured next is the call's.
+    runtime.block_on(call(addr, &[], || {}));
+    let before = live_bytes(server);
+    let mut held = 0;
+    let outcome = runtime.block_on(call(addr, metadata, || {
+        held = live_bytes(server).saturating_sub(before);
+    }));
+    (outcome, held)
+}
+
+/// One call of [`MESSAGES`] small messages, each in its own DATA frame;
+/// `sample` is called one second after the last is sent.
+pub async fn call(
+    addr: SocketAddr,
+    metadata: &[(&str, &str)],
+    mut sample: impl FnMut(),
+) -> Outcome {
+    let tcp = TcpStream::connect(addr).await.expect("connect");
+    let (client, connection) = h2::client::handshake(tcp).await.expect("h2 handshake");
+    let (closed_tx, closed) = oneshot::channel();
+    tokio::spawn(async move {
+        let _ = closed_tx.send(connection.await.err().and_then(|error| error.reason()));
+    });
+    match stream(client, metadata, &mut sample).await {
+        Some(outcome) => outcome,
+        // The stream failed: the connection's own error says why.
+        None => match closed.await {
+            Ok(Some(reason)) => Outcome::Closed(reason),
+            other => panic!("the call failed, the connection ended with {other:?}"),
+        },
+    }
+}
+
+/// The call itself; `None` when the stream failed.
+async fn stream(
+    client: h2::client::SendRequest<Bytes>,
+    metadata: &[(&str, &str)],
+    sample: &mut impl FnMut(),
+) -> Option<Outcome> {
+    let mut client = client.ready().await.ok()?;
+    let request = grpc_request("/streamcodec.echo.v1.Echo/ClientStream", metadata);
+    let (response, mut stream) = client.send_request(request, false).ok()?;
+    let frame = Bytes::from(envelope(0, &MESSAGE));
+    for i in 0..MESSAGES {
+        if i % BURST == 0 {
+            tokio::time::sleep(BURST_GAP).await;
+        }
+        stream.send_data(frame.clone(), false).ok()?;
+    }
+    // A second in, every frame has long crossed loopback, and the handler
+    // (waiting 2 s, or reading one message a millisecond) is not done.
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    sample();
+    let _ = stream.send_data(Bytes::new(), true);
+    let response = read_response(response.await.ok()?).await;
+    assert_eq!(response.grpc_status(), Some(0), "{response:?}");
+    let count = varint_field(&response.body()[5..], 4).unwrap_or(0);
+    // The connection is still up: a second call on it is served.
+    let unary = send(
+        &client,
+        "/streamcodec.echo.v1.Echo/Unary",
+        &[],
+        envelope(0, &MESSAGE),
+    )
+    .await;
+    assert_eq!(unary.grpc_status(), Some(0), "{unary:?}");
+    Some(Outcome::Served { count })
+}
+
+/// The value of varint field `number` in a protobuf message of varint and
+/// length-delimited fields.
+fn varint_field(mut message: &[u8], number: u64) -> Option<u64> {
+    fn varint(bytes: &mut &[u8]) -> Option<u64> {
+        let mut value = 0u64;
+        for shift in (0..64).step_by(7) {
+            let (&byte, rest) = bytes.split_first()?;
+            *bytes = rest;
+            value |= u64::from(byte & 0x7f) << shift;
+            if byte & 0x80 == 0 {
+                return Some(value);
+            }
+        }
+        None
+    }
+    while !message.is_empty() {
+        let key = varint(&mut message)?;
+        match key & 7 {
+            0 => {
+                let value = varint(&mut message)?;
+                if key >> 3 == number {
+                    return Some(value);
+                }
+            }
+            2 => {
+                let len = usize::try_from(varint(&mut message)?).ok()?;
+                message = message.get(len..)?;
+            }
+            _ => return None,
+        }
+    }
+    None
+}
