@@ -16,7 +16,7 @@ use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
 use super::budget::budget_for_new_stream;
-use super::client_compression::{ResponseHeaders, scoped_response_headers};
+use super::call_scope::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::limits_for_new_stream;
 use super::trailers_only::WithoutLayer;
@@ -185,7 +185,7 @@ impl<T: Message + Default> RecvStream<T> {
                 encoding,
             } = std::mem::replace(&mut self.inner, Inner::Moving)
         {
-            let mut headers = headers.headers();
+            let mut headers = headers.take();
             if let Some(encoding) = encoding {
                 headers.insert(GRPC_ENCODING, encoding.header_value());
             }
