@@ -32,9 +32,6 @@
 //! cannot tell the two apart, and fails, naming the layer, when its body
 //! ends without trailers.
 
-use std::cell::RefCell;
-use std::sync::{Arc, OnceLock};
-
 use http::{HeaderMap, HeaderValue};
 use motore::layer::Layer;
 use motore::service::Service;
@@ -43,9 +40,9 @@ use volo_grpc::context::ClientContext;
 use volo_grpc::{Request, Response};
 
 use super::compression::{compression_from_volo, encoding_from_volo};
-use super::scoped::{self, Scoped};
+use super::call_scope::{CallScope, ResponseHeaders, SCOPE};
+use super::scoped::Scoped;
 use crate::compression::{Compression, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
-use crate::status::GRPC_STATUS;
 
 /// A volo-grpc client layer that compresses requests and accepts compressed
 /// responses under gRPC's names (`deflate`, not volo-grpc's `zlib`), so an
@@ -160,75 +157,14 @@ where
             response: Some(response_headers.clone()),
         };
         let response = Scoped::new(&SCOPE, scope, self.inner.call(cx, req)).await?;
-        response_headers.set(response.metadata().headers());
+        // A stream made by volo-grpc's own transport waits for them; one made
+        // by the hook's transport got them from it and left this slot alone.
+        if response_headers.is_awaited() {
+            response_headers.set(response.metadata().headers());
+        }
         Ok(response)
     }
 }
 
-/// The response headers a decoder needs, filled in by the layer once the
-/// transport has returned them, read by the response's `RecvStream` on its
-/// first poll (which comes after).
-#[derive(Clone, Debug, Default)]
-pub(super) struct ResponseHeaders(Arc<OnceLock<HeaderMap>>);
-
-impl ResponseHeaders {
-    /// Keeps what the decoder needs of `headers`: all of them for a
-    /// trailers-only response (its status and metadata are the call's
-    /// outcome), otherwise only `grpc-encoding`.
-    fn set(&self, headers: &HeaderMap) {
-        let kept = if headers.contains_key(GRPC_STATUS) {
-            headers.clone()
-        } else {
-            let mut kept = HeaderMap::new();
-            if let Some(value) = headers.get(GRPC_ENCODING) {
-                kept.insert(GRPC_ENCODING, value.clone());
-            }
-            kept
-        };
-        let _ = self.0.set(kept);
-    }
-
-    /// The response headers that matter to the decoder (see `set`); empty
-    /// if the layer has not filled them in.
-    pub(super) fn headers(&self) -> HeaderMap {
-        self.0.get().cloned().unwrap_or_default()
-    }
-}
-
-/// What the layer tells the codec of the call it is polling.
-#[derive(Clone, Debug)]
-struct CallScope {
-    send: Option<Compression>,
-    response: Option<ResponseHeaders>,
-}
-
-thread_local! {
-    static SCOPE: RefCell<Option<CallScope>> = const { RefCell::new(None) };
-}
-
-/// The compression the enclosing [`ClientCompressionLayer`] asks requests
-/// to be sent with, if the code runs inside one's call.
-pub(super) fn scoped_send() -> Option<Compression> {
-    scoped::current(&SCOPE).and_then(|scope| scope.send)
-}
-
-/// Where the enclosing [`ClientCompressionLayer`] will put the response's
-/// `grpc-encoding`, if the code runs inside one's call and it accepts
-/// compressed responses.
-pub(super) fn scoped_response_headers() -> Option<ResponseHeaders> {
-    scoped::current(&SCOPE).and_then(|scope| scope.response)
-}
-
-/// Runs `make` (the generated `RecvEntryMessage::from_body`, which creates
-/// the response's `RecvStream`) with `headers` as the response headers the
-/// stream reads on its first poll; the enclosing scope's send compression,
-/// if any, stays.
-pub(super) fn with_response_headers<R>(headers: &HeaderMap, make: impl FnOnce() -> R) -> R {
-    let slot = ResponseHeaders::default();
-    slot.set(headers);
-    let scope = CallScope {
-        send: scoped_send(),
-        response: Some(slot),
-    };
-    scoped::with(&SCOPE, scope, make)
-}
+// The encoder reads the call's send compression from here.
+pub(super) use super::call_scope::scoped_send;

@@ -9,8 +9,10 @@
 //! the router, so no generated code can step in: the server needs
 //! [`BinaryMetadataLayer`] in front of it (`layer_tower`).
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::task::{Context, Poll};
 
 use http::{HeaderMap, HeaderName, HeaderValue};
@@ -18,6 +20,7 @@ use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
+use super::scoped;
 use crate::status::{Code, decode_binary_header, first_malformed_binary, malformed_binary_message};
 
 /// A request's binary metadata, in the request's extensions after
@@ -149,7 +152,9 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project() {
-            Projected::Inner { inner } => inner.poll(cx),
+            // The adapter's request streams, made while this polls, see that
+            // the layer ran (see `warn_if_unshielded`).
+            Projected::Inner { inner } => scoped::with(&SHIELDED, (), || inner.poll(cx)),
             Projected::Refused { response } => match response.take() {
                 Some(response) => Poll::Ready(Ok(response)),
                 // Polled again after it was ready: a broken caller; answer
@@ -157,6 +162,31 @@ where
                 None => Poll::Ready(Ok(malformed(&HeaderName::from_static("x-bin")))),
             },
         }
+    }
+}
+
+thread_local! {
+    /// Set while a [`BinaryMetadataService`] polls the call it serves.
+    static SHIELDED: RefCell<Option<()>> = const { RefCell::new(None) };
+}
+
+/// Whether the process has warned of a server without the layer.
+static WARNED_UNSHIELDED: AtomicBool = AtomicBool::new(false);
+
+/// The warning a server call without [`BinaryMetadataLayer`] logs, once per
+/// process: volo-grpc's metadata scan panics on the first `-bin` request
+/// header such a server receives.
+const UNSHIELDED_WARNING: &str = "grpc-stream-codec: a volo-grpc server call reached \
+     the adapter without BinaryMetadataLayer; volo-grpc kills the stream of any request with \
+     binary (-bin) metadata. Add it: Server::new().layer_tower(BinaryMetadataLayer)";
+
+/// Logs [`UNSHIELDED_WARNING`] the first time in this process that a
+/// server's request stream is made outside a [`BinaryMetadataService`]
+/// call. Called where generated code makes a request stream, which on a
+/// server runs while volo-grpc serves the call, inside the layer if any.
+pub(super) fn warn_if_unshielded() {
+    if scoped::current(&SHIELDED).is_none() && !WARNED_UNSHIELDED.swap(true, Ordering::Relaxed) {
+        tracing::warn!("{UNSHIELDED_WARNING}");
     }
 }
 

@@ -38,8 +38,11 @@ with_feature! {"volo",
     // server and client glue: the server's layers (deflate under gRPC's
     // name) and the generated clients' builder, whose transport shows the
     // adapter the response headers; compression names for clients
-    pub mod client;
+    mod call_scope;
+    mod client;
     mod client_compression;
+    mod client_connect;
+    mod client_transport;
     mod server;
     // receiving: the message stream generated code builds, and a body read
     // without the headers

@@ -16,9 +16,10 @@ use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
 use super::budget::budget_for_new_stream;
-use super::client_compression::{ResponseHeaders, scoped_response_headers};
+use super::call_scope::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::limits_for_new_stream;
+use super::metadata::warn_if_unshielded;
 use super::trailers_only::WithoutLayer;
 use crate::budget::Budget;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
@@ -114,10 +115,13 @@ impl<T: Message + Default> RecvStream<T> {
         let budget = budget_for_new_stream();
         let decoder = PilotaDecoder::new();
         let (inner, is_request) = match kind {
-            Kind::Request => (
-                Streaming::new_request(VoloBody { inner: body }, decoder, encoding),
-                true,
-            ),
+            Kind::Request => {
+                warn_if_unshielded();
+                (
+                    Streaming::new_request(VoloBody { inner: body }, decoder, encoding),
+                    true,
+                )
+            }
             Kind::Response(status) => {
                 if let Some(headers) = scoped_response_headers() {
                     return RecvStream {
@@ -185,7 +189,7 @@ impl<T: Message + Default> RecvStream<T> {
                 encoding,
             } = std::mem::replace(&mut self.inner, Inner::Moving)
         {
-            let mut headers = headers.headers();
+            let mut headers = headers.take();
             if let Some(encoding) = encoding {
                 headers.insert(GRPC_ENCODING, encoding.header_value());
             }
