@@ -46,7 +46,7 @@ pub(super) fn deadline_timer(headers: &http::HeaderMap) -> Option<Timer> {
 
 /// A body error as volo-grpc carries it: this crate's status (a deadline)
 /// converted, anything else as volo-grpc converts errors.
-fn volo_status(error: BoxError) -> volo_grpc::Status {
+pub(super) fn volo_status(error: BoxError) -> volo_grpc::Status {
     match error.downcast::<crate::status::Status>() {
         Ok(status) => (*status).into(),
         Err(error) => volo_grpc::Status::from_error(error),

@@ -16,7 +16,7 @@ use bytes::Bytes;
 use http::header::{CONTENT_TYPE, TE};
 use http::{HeaderMap, HeaderValue};
 use http_body::Frame;
-use http_body_util::StreamBody;
+use http_body_util::{BodyExt, StreamBody};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use motore::layer::Layer;
 use motore::service::Service;
@@ -31,7 +31,9 @@ use volo_grpc::context::ClientContext;
 use volo_grpc::transport::ClientTransport;
 use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
+use super::call_guard::{deadline_timer, volo_status};
 use super::call_scope::with_response_headers;
+use crate::call::ClientDeadline;
 use super::client_connect::Connector;
 use super::metadata;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
@@ -267,6 +269,9 @@ where
             headers.insert(GRPC_ACCEPT_ENCODING, accept.clone());
         }
 
+        // The deadline sent: volo-grpc bounds the call only until the
+        // response headers, this bounds the response body too.
+        let timer = deadline_timer(request.headers());
         cx.stats.record_make_transport_start_at();
         let response = self
             .http
@@ -289,7 +294,10 @@ where
         let message = with_response_headers(&parts.headers, || {
             U::from_body(
                 Some(path.as_str()),
-                boxed(body),
+                match timer {
+                    Some(timer) => boxed(ClientDeadline::new(body, timer).map_err(volo_status)),
+                    None => boxed(body),
+                },
                 Kind::Response(parts.status),
                 None,
             )
