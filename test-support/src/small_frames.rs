@@ -27,8 +27,8 @@ pub const FRAME_LEN: usize = 5 + MESSAGE.len();
 /// apart: a fast peer (50,000 messages a second) whose frames reach the
 /// server no faster than its connection task reads them. One burst of more
 /// than about 2,000 small frames, read by h2 in one go, closes the
-/// connection whatever reads the stream (docs/budget.md, "Small DATA
-/// frames").
+/// connection whatever reads the stream (docs/connections.md gives the
+/// window settings that keep it out of reach).
 const BURST: usize = 500;
 const BURST_GAP: Duration = Duration::from_millis(10);
 

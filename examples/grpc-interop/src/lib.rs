@@ -11,7 +11,6 @@
 #![warn(missing_docs)]
 
 pub mod client_support;
-pub mod deadline;
 pub mod echo_metadata;
 pub mod report;
 pub mod spec;
