@@ -55,7 +55,7 @@ pub fn parse_timeout(value: &[u8]) -> Option<Duration> {
 
 /// The status of a call whose deadline passed.
 pub fn deadline_exceeded() -> Status {
-    Status::new(Code::DeadlineExceeded, "deadline exceeded")
+    Status::new(Code::DeadlineExceeded, "Deadline Exceeded")
 }
 
 /// A server's response body that ends at the call's deadline, and drives
