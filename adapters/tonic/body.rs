@@ -24,6 +24,13 @@ where
 /// the gRPC spec says (`CANCEL` is `cancelled`, `REFUSED_STREAM` is
 /// `unavailable`, ...), hyper's timeouts and cancellations too, so handlers
 /// and callers see the same code on either framing.
+///
+/// An error that already is this crate's status (a body read ahead of its
+/// handler passes the transport's mapped errors on, and ends a call at its
+/// deadline with one) stays as it is.
 fn status_from_transport(error: impl Into<StdError>) -> Status {
-    tonic::Status::from_error(error.into()).into()
+    match error.into().downcast::<Status>() {
+        Ok(status) => *status,
+        Err(error) => tonic::Status::from_error(error).into(),
+    }
 }
