@@ -10,8 +10,9 @@
 //! sends. [`ReadAhead`] splits a body in two: the [`ReadAheadBody`] the
 //! handler reads, and a [`Pump`] that the call's own future and response
 //! body poll, which moves ready frames out of the transport into a bounded
-//! backlog. Small frames are copied into one contiguous buffer (a few bytes
-//! each instead of a frame's bookkeeping); large ones are kept as they are.
+//! backlog. Small frames are copied into contiguous chunks (a few bytes
+//! each instead of a frame's bookkeeping); a large one is kept as it is and
+//! stops the read-ahead until the handler has read it.
 //!
 //! The backlog holds at most [`READ_AHEAD_MAX`] bytes (and, on a budgeted
 //! stream, only what the receive budget grants); past that the pump stops
@@ -132,13 +133,16 @@ enum End {
     Finished,
 }
 
-/// Frames taken ahead, in order: whole large frames, then the contiguous
-/// copy of the small frames that followed the last of them.
+/// Frames taken ahead, in order: whole large frames and sealed chunks of
+/// copied small ones, then the chunk small frames are being copied into.
 #[derive(Default)]
 struct Backlog {
-    frames: VecDeque<Bytes>,
+    /// Each with whether it is a large frame (kept whole).
+    frames: VecDeque<(Bytes, bool)>,
     small: BytesMut,
     len: usize,
+    /// Large frames held: while there is one, nothing more is taken ahead.
+    large: usize,
 }
 
 impl Backlog {
@@ -153,19 +157,30 @@ impl Backlog {
             self.small.extend_from_slice(&data);
         } else {
             self.seal_small();
-            self.frames.push_back(data);
+            self.large += 1;
+            self.frames.push_back((data, true));
         }
+    }
+
+    /// Whether more may be taken ahead: below the bound, and no large frame
+    /// held (h2 does not charge for those, and flow control keeps the rest
+    /// of a large message where it is, as without the read-ahead).
+    fn has_room(&self) -> bool {
+        self.len < READ_AHEAD_MAX && self.large == 0
     }
 
     fn seal_small(&mut self) {
         if !self.small.is_empty() {
-            self.frames.push_back(self.small.split().freeze());
+            self.frames.push_back((self.small.split().freeze(), false));
         }
     }
 
     fn pop(&mut self) -> Option<Bytes> {
         let data = match self.frames.pop_front() {
-            Some(data) => data,
+            Some((data, large)) => {
+                self.large -= usize::from(large);
+                data
+            }
             None if !self.small.is_empty() => self.small.split().freeze(),
             None => return None,
         };
@@ -296,7 +311,7 @@ where
         let mut state = lock(&self.state);
         let state = &mut *state;
         let mut took = false;
-        while state.backlog.len < READ_AHEAD_MAX {
+        while state.backlog.has_room() {
             let Some(body) = state.body.as_mut() else {
                 break;
             };

@@ -7,7 +7,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use bytes::Bytes;
-use h2::Reason;
+pub use h2::Reason;
 use tokio::net::TcpStream;
 use tokio::sync::oneshot;
 
@@ -176,4 +176,65 @@ fn varint_field(mut message: &[u8], number: u64) -> Option<u64> {
         }
     }
     None
+}
+
+/// The four tests of a server binary (started with `--listen`,
+/// `--report-memory` and the arm's flags): the stock arm loses the
+/// connection to a handler that reads late and to one that reads slowly,
+/// the adapter's arm serves every message to both, holding little more than
+/// the frames' bytes unread.
+#[macro_export]
+macro_rules! small_frames_tests {
+    (server: $binary:expr, stock: $stock:expr, adapter: $adapter:expr $(,)?) => {
+        use $crate::small_frames::{FRAME_LEN, MESSAGES, Outcome, READ_LATE, READ_SLOWLY, run};
+
+        fn server(arm: &str) -> $crate::process::ListeningProcess {
+            let mut command = std::process::Command::new($binary);
+            command
+                .args(["--listen", "127.0.0.1:0", "--report-memory"])
+                .args(arm.split_whitespace())
+                .stdin(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::null());
+            $crate::process::ListeningProcess::start(command)
+        }
+
+        const SERVED: Outcome = Outcome::Served {
+            count: MESSAGES as u64,
+        };
+
+        #[test]
+        fn stock_loses_the_connection_to_a_handler_that_reads_late() {
+            let (outcome, _) = run(&mut server($stock), &READ_LATE);
+            assert_eq!(
+                outcome,
+                Outcome::Closed($crate::small_frames::Reason::ENHANCE_YOUR_CALM)
+            );
+        }
+
+        #[test]
+        fn stock_loses_the_connection_to_a_handler_that_reads_slowly() {
+            let (outcome, _) = run(&mut server($stock), &READ_SLOWLY);
+            assert_eq!(
+                outcome,
+                Outcome::Closed($crate::small_frames::Reason::ENHANCE_YOUR_CALM)
+            );
+        }
+
+        #[test]
+        fn the_adapter_serves_every_message_to_a_handler_that_reads_late() {
+            let (outcome, held) = run(&mut server($adapter), &READ_LATE);
+            assert_eq!(outcome, SERVED);
+            // What the server held unread: the frames' bytes, copied
+            // together into 16 KiB chunks, and little else.
+            let wire = MESSAGES * FRAME_LEN;
+            println!("held unread: {held} bytes for {wire} bytes of frames");
+            assert!(held <= wire + 64 * 1024, "held {held} bytes for {wire}");
+        }
+
+        #[test]
+        fn the_adapter_serves_every_message_to_a_handler_that_reads_slowly() {
+            let (outcome, _) = run(&mut server($adapter), &READ_SLOWLY);
+            assert_eq!(outcome, SERVED);
+        }
+    };
 }
