@@ -229,6 +229,7 @@ impl<F> Pumped<F> {
     }
 
     /// The pump it drives.
+    #[cfg(feature = "volo")]
     pub fn pump(&self) -> Option<&Pump> {
         self.pump.as_ref()
     }
