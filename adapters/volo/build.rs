@@ -68,7 +68,7 @@ const RULES: &[Rule] = &[
     rule!(global volo_grpc::codec::encode::encode => volo::encode),
     rule!(global volo_grpc::RecvStream => volo::RecvStream),
     // The generated `*ClientBuilder::new`: a client whose transport reads
-    // response headers without volo-grpc's panics (`volo::client`).
+    // response headers without volo-grpc's panics (`volo::ClientBuilder`).
     rule!(global volo_grpc::client::ClientBuilder => volo::ClientBuilder),
 ];
 const SEND_ENTRY: &[&str] = &["volo_grpc", "SendEntryMessage"];

@@ -50,7 +50,10 @@ use super::client_transport::{ShieldedTransport, TransportLayer, TransportSettin
 
 /// volo-grpc's `ClientBuilder` as generated clients get it after the
 /// [build hook](super::build): the same methods, and a transport that no
-/// response header can panic (see the [module docs](self)).
+/// response header can panic: volo-grpc 0.12.2 panics on any binary
+/// response header and on a trailers-only `grpc-status-details-bin` that is
+/// not base64; this transport answers those with a status, and hands the
+/// response headers to [`RecvStream`](super::RecvStream).
 ///
 /// Generated code creates it (`EchoClientBuilder::new("echo")`); nothing in
 /// a user's code names it.
