@@ -2,11 +2,11 @@
 
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 
 use bytes::Bytes;
 use futures_core::Stream;
-use http_body::Frame;
+use http_body::{Body, Frame};
 use linkedbytes::LinkedBytes;
 use pilota::pb::{EncodeLengthContext, Message};
 use pin_project_lite::pin_project;
@@ -15,7 +15,7 @@ use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use super::client_compression::scoped_send;
 use super::compression::compression_from_volo;
 use super::limits::{default_batch_threshold, limits_for_new_stream};
-use crate::encode::{EncodeConfig, EncodeStream, IntoNodes, MessageEncoder};
+use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
 use crate::status::Status;
 
 /// Encodes pilota protobuf messages, keeping the fields pilota inserts by
@@ -54,8 +54,9 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
 /// Same shape as `volo_grpc::codec::encode::encode`, which the
 /// [build hook](super::build) replaces with it. Every message the source has
 /// ready goes into one batch (up to 32 KiB, never splitting a message) and a
-/// batch leaves as one data frame per byte node, where stock volo-grpc sends
-/// each message, and each node of it, as separate frames. `None` and
+/// batch leaves in data frames of up to 16 KiB (small nodes copied
+/// together, large fields by reference), where stock volo-grpc sends each
+/// message, and each node of it, as separate frames. `None` and
 /// `Some(Identity)` send uncompressed messages with flag 0. Messages larger
 /// than the send limit ([`set_default_limits`](super::set_default_limits) or
 /// a [`LimitsLayer`](super::LimitsLayer), unlimited by default) end the
@@ -97,8 +98,7 @@ where
 {
     let source = StatusSource { inner: source };
     Box::pin(Frames {
-        batches: EncodeStream::new(source, PilotaEncoder::new(), config),
-        nodes: None,
+        body: EncodeBody::client(EncodeStream::new(source, PilotaEncoder::new(), config)),
     })
 }
 
@@ -125,42 +125,36 @@ where
 }
 
 pin_project! {
-    /// Batches flattened into data frames, one per node.
-    struct Frames<St> {
+    /// An [`EncodeBody`] as the stream of frames volo-grpc sends: data
+    /// frames only (volo-grpc adds a response's trailers), an error as the
+    /// stream's error.
+    struct Frames<S, E: MessageEncoder> {
         #[pin]
-        batches: St,
-        nodes: Option<IntoNodes>,
+        body: EncodeBody<S, E>,
     }
 }
 
-impl<St> Stream for Frames<St>
+impl<S, E> Stream for Frames<S, E>
 where
-    St: Stream<Item = Result<crate::encode::EncodedBatch, Status>>,
+    S: Stream<Item = Result<E::Item, Status>>,
+    E: MessageEncoder,
 {
     type Item = Result<Frame<Bytes>, volo_grpc::Status>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let mut this = self.project();
-        loop {
-            if let Some(node) = this.nodes.as_mut().and_then(Iterator::next) {
-                return Poll::Ready(Some(Ok(Frame::data(node))));
-            }
-            *this.nodes = None;
-            match ready!(this.batches.as_mut().poll_next(cx)) {
-                Some(Ok(batch)) => *this.nodes = Some(batch.into_nodes()),
-                Some(Err(status)) => return Poll::Ready(Some(Err(status.into()))),
-                None => return Poll::Ready(None),
-            }
-        }
+        self.project()
+            .body
+            .poll_frame(cx)
+            .map(|frame| frame.map(|frame| frame.map_err(volo_grpc::Status::from)))
     }
 
     /// `(0, Some(0))` once the last frame has been taken: the client's
     /// transport then sends that frame with END_STREAM.
     fn size_hint(&self) -> (usize, Option<usize>) {
-        let nodes_left = self.nodes.as_ref().is_some_and(|nodes| nodes.len() > 0);
-        match self.batches.size_hint() {
-            (0, Some(0)) if !nodes_left => (0, Some(0)),
-            _ => (0, None),
+        if self.body.is_end_stream() {
+            (0, Some(0))
+        } else {
+            (0, None)
         }
     }
 }

@@ -5,6 +5,8 @@ use std::{slice, vec};
 use bytes::Bytes;
 use http_body::Frame;
 
+use super::frames::DataFrames;
+
 /// Framed gRPC messages, held as the byte nodes they were encoded into.
 ///
 /// Concatenated, the nodes are the exact wire bytes: each message's 5-byte
@@ -14,8 +16,9 @@ use http_body::Frame;
 /// inside a message that the next batch continues; the stream's batches
 /// together are always whole messages. A node may hold several messages, and a
 /// message may span several nodes (a field inserted by reference stays its
-/// own node), so send the nodes in order, for example one data frame each
-/// ([`EncodedBatch::into_frames`]). Empty nodes are never included.
+/// own node), so send the nodes in order, for example as
+/// [`EncodedBatch::into_frames`] joins them into data frames. Empty nodes
+/// are never included.
 #[derive(Clone, Debug, Default)]
 pub struct EncodedBatch {
     nodes: Nodes,
@@ -76,9 +79,13 @@ impl EncodedBatch {
         })
     }
 
-    /// Consumes the batch, yielding one HTTP body data frame per node.
+    /// Consumes the batch, yielding its bytes as HTTP body data frames:
+    /// nodes smaller than a frame copied together into frames of up to
+    /// [`FRAME_SIZE`](super::FRAME_SIZE), a node that fills a frame by
+    /// itself by reference (each frame costs the HTTP/2 stack a send,
+    /// whatever its size).
     pub fn into_frames(self) -> impl Iterator<Item = Frame<Bytes>> {
-        self.into_nodes().map(Frame::data)
+        DataFrames::new(self.into_nodes()).map(Frame::data)
     }
 
     /// Copies the batch into one contiguous buffer; meant for tests and
@@ -166,6 +173,16 @@ impl Iterator for IntoNodes {
 
 impl ExactSizeIterator for IntoNodes {}
 
+impl IntoNodes {
+    /// The nodes not yet taken, in order.
+    pub(crate) fn as_slice(&self) -> &[Bytes] {
+        match &self.0 {
+            IntoNodesInner::One(node) => node.as_slice(),
+            IntoNodesInner::Many(nodes) => nodes.as_slice(),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -199,9 +216,20 @@ mod tests {
     }
 
     #[test]
-    fn frames_carry_the_nodes() {
+    fn frames_carry_the_nodes_joined() {
         let frames: Vec<_> = batch(&[b"a", b"bc"]).into_frames().collect();
         let data: Vec<_> = frames.into_iter().map(|f| f.into_data().unwrap()).collect();
-        assert_eq!(data, [&b"a"[..], &b"bc"[..]]);
+        assert_eq!(data, [&b"abc"[..]]);
+    }
+
+    #[test]
+    fn the_nodes_left_are_what_the_iterator_yields_next() {
+        let mut nodes = batch(&[b"a", b"b"]).into_nodes();
+        nodes.next();
+        assert_eq!(nodes.as_slice(), [&b"b"[..]]);
+        let mut one = batch(&[b"x"]).into_nodes();
+        assert_eq!(one.as_slice(), [&b"x"[..]]);
+        one.next();
+        assert!(one.as_slice().is_empty());
     }
 }

@@ -9,8 +9,8 @@ use http::HeaderMap;
 use http_body::{Body, Frame};
 use pin_project_lite::pin_project;
 
-use super::batch::IntoNodes;
 use super::encoder::MessageEncoder;
+use super::frames::DataFrames;
 use super::stream::EncodeStream;
 use crate::status::{Code, Status};
 
@@ -29,8 +29,9 @@ pub enum BodyMode {
 }
 
 pin_project! {
-    /// An HTTP body sending the batches of an [`EncodeStream`], one data frame
-    /// per byte node, in order.
+    /// An HTTP body sending the batches of an [`EncodeStream`] in order, as
+    /// [`EncodedBatch::into_frames`](super::EncodedBatch::into_frames) cuts
+    /// them into data frames.
     ///
     /// What happens at the end and on an error depends on the [`BodyMode`].
     ///
@@ -67,8 +68,8 @@ pin_project! {
         #[pin]
         stream: EncodeStream<S, E>,
         mode: BodyMode,
-        // Nodes of the current batch not yet sent.
-        nodes: Option<IntoNodes>,
+        // What of the current batch is not yet sent.
+        frames: Option<DataFrames>,
         // The final status (server) or error (client) was produced.
         finished: bool,
     }
@@ -80,7 +81,7 @@ impl<S, E: MessageEncoder> EncodeBody<S, E> {
         Self {
             stream,
             mode,
-            nodes: None,
+            frames: None,
             finished: false,
         }
     }
@@ -115,17 +116,17 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let mut this = self.project();
         loop {
-            if let Some(node) = this.nodes.as_mut().and_then(Iterator::next) {
-                return Poll::Ready(Some(Ok(Frame::data(node))));
+            if let Some(payload) = this.frames.as_mut().and_then(Iterator::next) {
+                return Poll::Ready(Some(Ok(Frame::data(payload))));
             }
-            *this.nodes = None;
+            *this.frames = None;
             if *this.finished {
                 return Poll::Ready(None);
             }
             let end = match this.stream.as_mut().poll_next(cx) {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Some(Ok(batch))) => {
-                    *this.nodes = Some(batch.into_nodes());
+                    *this.frames = Some(DataFrames::new(batch.into_nodes()));
                     continue;
                 }
                 Poll::Ready(Some(Err(error))) => Err(error),
@@ -142,7 +143,7 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        let sent = self.nodes.as_ref().is_none_or(|nodes| nodes.len() == 0);
+        let sent = self.frames.as_ref().is_none_or(DataFrames::is_done);
         // A request body has no trailers: once the encoder has seen its
         // source end, its last batch is the body's end, and HTTP/2 sends
         // END_STREAM on that frame instead of an empty frame after it.

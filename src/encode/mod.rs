@@ -17,6 +17,7 @@ mod body;
 mod buffer;
 mod config;
 mod encoder;
+mod frames;
 mod stream;
 
 pub use batch::{EncodedBatch, IntoNodes};
