@@ -35,7 +35,9 @@ use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
-use crate::call::{Pump, Pumped, ServerDeadline, Timer, read_ahead, timeout_from_headers};
+use crate::call::{
+    Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, Timer, read_ahead, timeout_from_headers,
+};
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
@@ -318,9 +320,7 @@ impl<C: FramingCodec> Grpc<C> {
         // As grpc-go does: a second message is a protocol violation, not
         // something to drop silently.
         if messages.message().await?.is_some() {
-            return Err(tonic::Status::internal(
-                "a unary request carried more than one message",
-            ));
+            return Err(tonic::Status::internal(SECOND_REQUEST_MESSAGE));
         }
         let mut request = tonic::Request::from_parts(metadata, extensions, message);
         if let Some(trailers) = messages.trailers().await? {

@@ -22,6 +22,7 @@ use super::limits::limits_for_new_stream;
 use super::metadata::warn_if_unshielded;
 use super::trailers_only::WithoutLayer;
 use crate::budget::Budget;
+use crate::call::SECOND_REQUEST_MESSAGE;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
@@ -222,7 +223,15 @@ impl<T: Message + Default> RecvStream<T> {
 
     /// Reads the body to its end (discarding unread messages) and returns
     /// its trailers. For a response, a non-`OK` status is the error.
+    ///
+    /// On a server's request stream, volo-grpc's generated unary and
+    /// server-streaming methods call this right after taking the request's
+    /// one message, so there a message still in the body is `INTERNAL`
+    /// (as grpc-go answers it), not dropped.
     pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, volo_grpc::Status> {
+        if self.is_request && self.message().await?.is_some() {
+            return Err(Status::new(Code::Internal, SECOND_REQUEST_MESSAGE).into());
+        }
         match self.streaming().trailers().await {
             Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
             Err(status) => Err(status.into()),

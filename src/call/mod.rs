@@ -17,3 +17,7 @@ pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, Timer, timeout
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
+
+/// What a server answers (`INTERNAL`, as grpc-go does) to a unary or
+/// server-streaming request that carries a second message.
+pub(crate) const SECOND_REQUEST_MESSAGE: &str = "a unary request carried more than one message";

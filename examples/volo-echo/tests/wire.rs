@@ -84,6 +84,43 @@ async fn gzip_bomb_is_resource_exhausted() {
     }
 }
 
+/// A unary or server-streaming request carrying two messages is `INTERNAL`
+/// on the adapter (as on grpc-go and tonic full framing), where stock
+/// volo-grpc answers the first and drops the second.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_message_in_a_single_message_request_is_internal() {
+    const INTERNAL: i32 = 13;
+    let message = [0x0a, 2, 7, 7];
+    let two = Bytes::from([envelope(false, &message), envelope(false, &message)].concat());
+    for flavour in [Flavour::Adapter, Flavour::Stock] {
+        let server = start(flavour, EchoService::default()).await;
+        for method in ["Unary", "ServerStream"] {
+            let response = raw_call(server.addr, method, &[], two.clone()).await;
+            if flavour == Flavour::Stock {
+                assert_eq!(
+                    response.grpc_status(),
+                    Some(0),
+                    "stock {method}: {response:?}"
+                );
+                continue;
+            }
+            assert_eq!(
+                response.grpc_status(),
+                Some(INTERNAL),
+                "{method}: {response:?}"
+            );
+            assert_eq!(
+                response.grpc_message(),
+                "a unary request carried more than one message",
+                "{method}"
+            );
+            // One message is still served.
+            let one = raw_call(server.addr, method, &[], envelope(false, &message)).await;
+            assert_eq!(one.grpc_status(), Some(0), "{method}: {one:?}");
+        }
+    }
+}
+
 /// A handler stream that fails after k messages: the client gets the k
 /// messages, in order and intact, then the handler's status. Adapter server
 /// to stock client, and stock server to adapter client.
