@@ -178,21 +178,8 @@ pub fn global_peak() -> usize {
     GLOBAL_PEAK.load(Ordering::Relaxed).max(0) as usize
 }
 
-/// Answers `memory` lines on standard input with `live_bytes N` on standard
-/// output, from a plain thread so it works whatever the runtime is doing;
-/// the example servers' `--report-memory`. Switches counting on.
-pub fn serve_reports_on_stdin() {
-    enable();
-    std::thread::spawn(|| {
-        use std::io::{BufRead, Write};
-        let stdin = std::io::stdin();
-        for line in stdin.lock().lines() {
-            let Ok(line) = line else { break };
-            if line.trim() == "memory" {
-                let mut stdout = std::io::stdout().lock();
-                let _ = writeln!(stdout, "live_bytes {}", global_live());
-                let _ = stdout.flush();
-            }
-        }
-    });
+/// Whether [`enable`] was called (a [`CountingAlloc::ALWAYS`] allocator
+/// counts whatever this says).
+pub fn is_enabled() -> bool {
+    ENABLED.load(Ordering::Relaxed)
 }

@@ -4,7 +4,9 @@
 //! to come to rest ([`settle`]); a server task a test owns ([`running`]) and
 //! a source of message bursts ([`burst`]); a server binary a test starts
 //! ([`process`]); the process's resident memory, which sees C allocations
-//! ([`rss`]); compressible payloads ([`data`]).
+//! ([`rss`]); compressible payloads ([`data`]); what an example server
+//! reports about its heap and budget, on request and at exit ([`reports`]);
+//! a fault soak against a budgeted server ([`soak`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -15,7 +17,9 @@ pub mod burst;
 pub mod data;
 pub mod process;
 pub mod raw_h2;
+pub mod reports;
 pub mod rss;
 pub mod running;
 pub mod settle;
 pub mod small_frames;
+pub mod soak;

@@ -392,7 +392,7 @@ async fn main() {
     );
     let _ = std::io::stdout().flush();
     if report_memory {
-        live_alloc::serve_reports_on_stdin();
+        test_support::reports::answer_stdin(None);
     }
     loop {
         let Ok((tcp, _)) = listener.accept().await else {

@@ -8,17 +8,23 @@
 //! bytes (default 32 KiB; 0 sends each message as its own batch). Prints `listening on ADDR`
 //! on one line once bound, so scripts can pass port 0 and read the port back.
 //! With `--report-memory`, each `memory` line on standard input is answered
-//! with `live_bytes N` (heap bytes allocated since start-up, net of frees).
+//! with `live_bytes N` (heap bytes allocated since start-up, net of frees),
+//! and with `--receive-budget` each `budget` line with `budget_in_use N
+//! budget_waiting W budget_timed_out T budget_peak P budget_waits G`.
+//! Stopped with SIGTERM, it prints `exit`, those budget figures (with a
+//! budget) and `live_bytes N` (with `--report-memory`) as its last line.
 //! Request metadata `x-pace-micros: G` paces ServerStream's responses G µs
 //! apart.
 
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use tonic_echo::{Framing, ServeOptions};
 
 use test_support::alloc as live_alloc;
+use test_support::reports;
 
 #[global_allocator]
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
@@ -119,9 +125,14 @@ async fn main() -> ExitCode {
     };
     println!("listening on {local}");
     let _ = std::io::stdout().flush();
+    let budget = options
+        .receive_budget
+        .map(grpc_stream_codec::budget::SharedBudget::new);
+    let budget_figures = budget.as_ref().map(budget_source);
     if options.report_memory {
-        live_alloc::serve_reports_on_stdin();
+        reports::answer_stdin(budget_figures.clone());
     }
+    reports::on_sigterm(budget_figures);
     let codec = match (options.serve.stock, options.serve.framing) {
         (true, _) => "stock tonic-prost",
         (false, Framing::Codec) => "grpc-stream-codec (codec)",
@@ -134,11 +145,8 @@ async fn main() -> ExitCode {
     if let Some(threshold) = options.serve.batch_threshold {
         grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
     }
-    let served = match (options.receive_budget, options.budget_windows) {
-        (Some(bytes), _) => {
-            let budget = grpc_stream_codec::budget::SharedBudget::new(bytes);
-            tonic_echo::serve_full_with_budget(listener, budget.into()).await
-        }
+    let served = match (budget, options.budget_windows) {
+        (Some(budget), _) => tonic_echo::serve_full_with_budget(listener, budget.into()).await,
         (None, Some(bytes)) => {
             let windows = grpc_stream_codec::budget::SharedBudget::new(bytes)
                 .http2_windows(tonic_echo::BUDGET_STREAMS_PER_CONNECTION);
@@ -153,4 +161,19 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// What `--report-memory` and SIGTERM report of the budget.
+fn budget_source(budget: &grpc_stream_codec::budget::SharedBudget) -> reports::BudgetSource {
+    let budget = budget.clone();
+    Arc::new(move || {
+        let stats = budget.stats();
+        reports::BudgetFigures {
+            in_use: stats.in_use,
+            peak: stats.peak,
+            waits: stats.waits,
+            waiting: stats.waiting,
+            timed_out: stats.timed_out,
+        }
+    })
 }

@@ -19,7 +19,9 @@
 //! per connection are the budget's `http2_windows(64)`
 //! (`volo_echo::BUDGET_STREAMS_PER_CONNECTION`). With `--report-memory` a `budget`
 //! line on standard input is answered with
-//! `budget_in_use N budget_waiting W budget_timed_out T`.
+//! `budget_in_use N budget_waiting W budget_timed_out T budget_peak P budget_waits G`.
+//! Stopped with SIGTERM, it prints `exit`, those budget figures (with a
+//! budget) and `live_bytes N` (with `--report-memory`) as its last line.
 //! `--batch-threshold BYTES` sets the adapter's soft batch threshold for
 //! every response (default 32 KiB; 0 sends each message as its own batch).
 //!
@@ -30,10 +32,12 @@
 use std::io::Write;
 use std::net::SocketAddr;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use volo_echo::EchoService;
 
 use test_support::alloc as live_alloc;
+use test_support::reports;
 
 #[global_allocator]
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
@@ -112,11 +116,11 @@ async fn main() -> ExitCode {
     };
     println!("listening on {addr}");
     let _ = std::io::stdout().flush();
-    match (report_memory, &budget) {
-        (true, Some(budget)) => serve_reports(budget.clone()),
-        (true, None) => live_alloc::serve_reports_on_stdin(),
-        (false, _) => {}
+    let budget_figures = budget.as_ref().map(budget_source);
+    if report_memory {
+        reports::answer_stdin(budget_figures.clone());
     }
+    reports::on_sigterm(budget_figures);
     let flavour = if stock { "stock" } else { "adapter" };
     eprintln!("serving the Echo service ({flavour} volo-grpc codec)");
 
@@ -146,30 +150,19 @@ async fn main() -> ExitCode {
     }
 }
 
-/// `--report-memory` with a budget: answers `memory` (`live_bytes N`) and `budget` lines on standard input,
-/// from a plain thread so it works whatever the runtime is doing.
-fn serve_reports(budget: grpc_stream_codec::budget::SharedBudget) {
-    live_alloc::enable();
-    std::thread::spawn(move || {
-        use std::io::BufRead;
-        for line in std::io::stdin().lock().lines() {
-            let Ok(line) = line else { break };
-            let answer = match line.trim() {
-                "memory" => format!("live_bytes {}", live_alloc::live_bytes().max(0)),
-                "budget" => {
-                    let stats = budget.stats();
-                    format!(
-                        "budget_in_use {} budget_waiting {} budget_timed_out {}",
-                        stats.in_use, stats.waiting, stats.timed_out
-                    )
-                }
-                _ => continue,
-            };
-            let mut stdout = std::io::stdout().lock();
-            let _ = writeln!(stdout, "{answer}");
-            let _ = stdout.flush();
+/// What `--report-memory` and SIGTERM report of the budget.
+fn budget_source(budget: &grpc_stream_codec::budget::SharedBudget) -> reports::BudgetSource {
+    let budget = budget.clone();
+    Arc::new(move || {
+        let stats = budget.stats();
+        reports::BudgetFigures {
+            in_use: stats.in_use,
+            peak: stats.peak,
+            waits: stats.waits,
+            waiting: stats.waiting,
+            timed_out: stats.timed_out,
         }
-    });
+    })
 }
 
 fn usage(problem: &str) -> ExitCode {
