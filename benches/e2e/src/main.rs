@@ -405,7 +405,7 @@ fn main() -> std::process::ExitCode {
         return std::process::ExitCode::SUCCESS;
     }
     let results = runtime.block_on(workload::run_all(&settings));
-    report::print_table(&results);
+    report::print_table(&results, settings.memory_streams);
     report::write_json(&settings, &results);
     std::process::ExitCode::SUCCESS
 }
