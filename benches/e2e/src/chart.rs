@@ -171,6 +171,18 @@ impl Canvas {
         self.elements.push(element);
     }
 
+    /// `text` in lines of at most `max_width` px (a word wider than that
+    /// gets a line of its own), the first baseline at `y`; the baseline
+    /// after the last line.
+    fn paragraph(&mut self, x: f64, y: f64, style: Style<'_>, text: &str, max_width: f64) -> f64 {
+        let mut y = y;
+        for line in wrap(text, style, max_width) {
+            self.text(x, y, style, &line);
+            y += style.size * 1.3;
+        }
+        y
+    }
+
     fn rect(&mut self, x: f64, y: f64, width: f64, height: f64, fill: &str, tip: Option<&str>) {
         self.reach(x + width, y + height);
         let mut element = format!(
@@ -212,6 +224,32 @@ impl Canvas {
         out
     }
 }
+
+/// Splits `text` at spaces into lines no wider than `max_width` as `style`
+/// measures them; a word wider than that is a line by itself.
+fn wrap(text: &str, style: Style<'_>, max_width: f64) -> Vec<String> {
+    let mut lines: Vec<String> = Vec::new();
+    let mut current = String::new();
+    for word in text.split(' ').filter(|w| !w.is_empty()) {
+        let candidate = if current.is_empty() {
+            word.to_owned()
+        } else {
+            format!("{current} {word}")
+        };
+        if current.is_empty() || style.width(&candidate) <= max_width {
+            current = candidate;
+        } else {
+            lines.push(std::mem::replace(&mut current, word.to_owned()));
+        }
+    }
+    if !current.is_empty() {
+        lines.push(current);
+    }
+    lines
+}
+
+/// The narrowest a chart's titles are wrapped to.
+const MIN_TEXT_WIDTH: f64 = 320.0;
 
 /// Colours for the arms compared with a stock one, in the order they come.
 const PALETTE: [&str; 8] = [
@@ -349,22 +387,36 @@ pub fn bench_chart(doc: &Value, only: Option<&[String]>) -> Result<String, Strin
         .iter()
         .map(|level| level_style.width(&format!("{level} streams in flight")))
         .fold(bars_w, f64::max);
-    let (left, top, plot_h, group_gap) = (20.0, 70.0, 260.0, 40.0);
+    let (left, plot_h, group_gap) = (20.0, 260.0, 40.0);
     let axis_right = left + levels.len() as f64 * (group_w + group_gap) - group_gap;
+    let legend_style = Style::new(12.0).class("legend");
+    let legend_x = axis_right + 30.0;
+    let legend_right = arms
+        .iter()
+        .zip(&keys)
+        .map(|(arm, key)| {
+            legend_x + 18.0 + legend_style.width(arm["label"].as_str().unwrap_or(key))
+        })
+        .fold(legend_x, f64::max);
+    let text_width = (legend_right - left).max(MIN_TEXT_WIDTH);
 
     let mut canvas = Canvas::new(12.0);
-    canvas.text(
+    let y = canvas.paragraph(
         left,
         24.0,
         Style::new(15.0).bold(),
         "server CPU per stream (µs, lower is better)",
+        text_width,
     );
-    canvas.text(
+    let y = canvas.paragraph(
         left,
-        44.0,
+        y,
         Style::new(11.0).fill("#555"),
         "each bar: one arm's median server CPU per stream; under it: streams/s",
+        text_width,
     );
+    // Room for the value over the tallest bar.
+    let top = y + 16.0;
     let base = top + plot_h;
     canvas.line(left, base, axis_right, base, "#333");
     for (gi, &level) in levels.iter().enumerate() {
@@ -402,20 +454,14 @@ pub fn bench_chart(doc: &Value, only: Option<&[String]>) -> Result<String, Strin
             &format!("{level} streams in flight"),
         );
     }
-    let legend_x = axis_right + 30.0;
     for (ai, arm) in arms.iter().enumerate() {
         let y = top + ai as f64 * 20.0;
         canvas.rect(legend_x, y, 12.0, 12.0, colours[ai], None);
         let label = arm["label"].as_str().unwrap_or(&keys[ai]);
-        canvas.text(
-            legend_x + 18.0,
-            y + 11.0,
-            Style::new(12.0).class("legend"),
-            label,
-        );
+        canvas.text(legend_x + 18.0, y + 11.0, legend_style, label);
     }
     let legend_bottom = top + arms.len() as f64 * 20.0;
-    canvas.text(
+    canvas.paragraph(
         left,
         (base + 62.0).max(legend_bottom + 20.0),
         Style::new(10.0).fill("#555"),
@@ -424,6 +470,7 @@ pub fn bench_chart(doc: &Value, only: Option<&[String]>) -> Result<String, Strin
             settings_text(doc, "rounds"),
             settings_text(doc, "window_s")
         ),
+        text_width,
     );
     Ok(canvas.finish(20.0))
 }
@@ -627,24 +674,27 @@ pub fn matrix_chart(doc: &Value) -> Result<String, String> {
     let label_lines = groups.iter().map(|g| g.label.len()).max().unwrap_or(2);
     let below = 10.0 * label_lines as f64 + 9.0 * most_bars as f64 + 16.0;
 
+    let text_width = (axis_right - left).max(MIN_TEXT_WIDTH);
     let mut canvas = Canvas::new(11.0);
-    canvas.text(
+    let y = canvas.paragraph(
         left,
         22.0,
         Style::new(15.0).bold(),
         "server CPU per message (µs, log scale, lower is better)",
+        text_width,
     );
-    canvas.text(
+    let y = canvas.paragraph(
         left,
-        40.0,
+        y,
         Style::new(11.0).fill("#555"),
         "under each group: its shape (messages × size), then the DATA frames per stream of its bars, left to right",
+        text_width,
     );
     let y_of = |value: f64, top: f64| {
         let frac = (value.log10() - lo.log10()) / (hi.log10() - lo.log10());
         top + plot_h - plot_h * frac
     };
-    let mut top = 60.0;
+    let mut top = y;
     for panel in &panels {
         // Colours by place within the panel, so the same kind of arm looks
         // the same in every panel.
@@ -714,7 +764,7 @@ pub fn matrix_chart(doc: &Value) -> Result<String, String> {
         }
         top = base + below;
     }
-    canvas.text(
+    canvas.paragraph(
         left,
         top + 4.0,
         Style::new(10.0).fill("#555"),
@@ -723,6 +773,7 @@ pub fn matrix_chart(doc: &Value) -> Result<String, String> {
             settings_text(doc, "rounds"),
             settings_text(doc, "window_s")
         ),
+        text_width,
     );
     Ok(canvas.finish(20.0))
 }
@@ -994,6 +1045,34 @@ mod tests {
             let arm = cell["arm"].as_str().unwrap();
             assert!(shown.iter().any(|s| s == arm), "{arm} not in {shown:?}");
         }
+    }
+
+    #[test]
+    fn wrapped_lines_fit_and_keep_every_word() {
+        let style = Style::new(11.0);
+        let text = "under each group: its shape, then the DATA frames per stream of its bars";
+        let lines = wrap(text, style, 150.0);
+        assert!(lines.len() > 1, "{lines:?}");
+        for line in &lines {
+            assert!(style.width(line) <= 150.0, "{line:?}");
+        }
+        assert_eq!(lines.join(" "), text);
+        // A word wider than the limit is kept whole on a line of its own.
+        let lines = wrap("a averyveryverylongword b", style, 40.0);
+        assert_eq!(lines, ["a", "averyveryverylongword", "b"]);
+    }
+
+    #[test]
+    fn a_small_matrix_wraps_its_titles_to_its_plot() {
+        let cells = vec![
+            matrix_cell("matrix", "tonic-full-batched", "tonic-stock", 16, 256),
+            matrix_cell("matrix", "tonic-stock", "tonic-stock", 16, 256),
+        ];
+        let doc = json!({"settings": {"rounds": 1, "window_s": 1.0}, "cells": cells});
+        let svg = matrix_chart(&doc).unwrap();
+        assert_texts_fit(&svg);
+        let (width, _) = parse(&svg);
+        assert!(width <= 60.0 + MIN_TEXT_WIDTH + 40.0, "{width}: {svg}");
     }
 
     #[test]
