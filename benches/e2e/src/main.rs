@@ -16,7 +16,15 @@
 //! cargo run --release -p e2e-bench -- --saturate
 //! cargo run --release -p e2e-bench -- --sections clients   # client arms
 //! cargo run --release -p e2e-bench -- --matrix --sections budget
+//! cargo run --release -p e2e-bench -- --chart-from docs/e2e-bench.json
 //! ```
+//!
+//! Each run writes its JSON (`target/e2e-bench.json`, or
+//! `target/e2e-matrix.json` with `--matrix`) and an SVG chart of the same
+//! numbers next to it (`target/e2e-bench.svg`, `target/e2e-matrix.svg`).
+//! `--chart-from PATH` redraws the chart of an existing JSON into the `.svg`
+//! next to it without running anything; with `--arms a,b,..` it draws only
+//! those arms of the default run's JSON.
 //!
 //! `--matrix` drives seven servers (this crate batched at 32 KiB and
 //! unbatched at threshold 0, and stock, on volo-grpc and on tonic's full
@@ -32,6 +40,7 @@
 //! compares two builds in one session.
 
 mod arms;
+mod chart;
 mod clients;
 mod h2client;
 mod matrix;
@@ -62,6 +71,10 @@ pub struct Settings {
     matrix_json: PathBuf,
     clients: Option<clients::ClientSettings>,
     clients_json: PathBuf,
+    /// `--arms` as given, to restrict `--chart-from` to them.
+    arm_keys: Option<Vec<String>>,
+    /// `--chart-from`: redraw this JSON's chart and stop.
+    chart_from: Option<PathBuf>,
 }
 
 fn usage() -> ! {
@@ -76,6 +89,7 @@ fn usage() -> ! {
          \x20                [--matrix-shapes SIZExCOUNT,..]\n\
          \x20                [--client-saturate-streams N] [--clients-json PATH]\n\
          \x20                [--matrix-json PATH] [--no-build]\n\
+         \x20      e2e-bench --chart-from PATH.json [--arms a,b,..]\n\
          arms: {}\n\
          matrix arms: {}\n\
          client arms: {}",
@@ -184,6 +198,8 @@ fn parse_settings() -> Settings {
         matrix_json: root.join("target/e2e-matrix.json"),
         clients: None,
         clients_json: root.join("target/e2e-clients.json"),
+        arm_keys: None,
+        chart_from: None,
     };
     let mut flags = MatrixFlags {
         matrix: false,
@@ -227,11 +243,14 @@ fn parse_settings() -> Settings {
                 settings.memory_streams = value().parse().unwrap_or_else(|_| usage())
             }
             "--arms" => {
-                settings.arms = value()
-                    .split(',')
+                let keys: Vec<String> = value().split(',').map(str::to_owned).collect();
+                settings.arms = keys
+                    .iter()
                     .map(|key| Arm::from_key(key).unwrap_or_else(|| usage()))
-                    .collect()
+                    .collect();
+                settings.arm_keys = Some(keys);
             }
+            "--chart-from" => settings.chart_from = Some(PathBuf::from(value())),
             "--json" => settings.json = PathBuf::from(value()),
             "--no-build" => settings.build = false,
             "--matrix" => flags.matrix = true,
@@ -315,9 +334,29 @@ fn parse_settings() -> Settings {
     settings
 }
 
-/// The repository root (this crate lives in `benches/e2e`).
+/// The repository root (this crate lives in `benches/e2e`), without `..`
+/// steps, so the paths built on it print as a user would type them.
 pub fn workspace_root() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..")
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../..");
+    std::fs::canonicalize(&root).unwrap_or_else(|_| report::normalize(&root))
+}
+
+/// `--chart-from`: reads the JSON at `path` and draws its chart next to it.
+fn chart_from(path: &std::path::Path, only: Option<&[String]>) -> std::process::ExitCode {
+    let document = match std::fs::read_to_string(path)
+        .map_err(|err| err.to_string())
+        .and_then(|text| serde_json::from_str(&text).map_err(|err| err.to_string()))
+    {
+        Ok(document) => document,
+        Err(err) => {
+            eprintln!("cannot read {}: {err}", report::shown(path));
+            return std::process::ExitCode::from(2);
+        }
+    };
+    match report::write_chart(&document, path, only) {
+        Some(_) => std::process::ExitCode::SUCCESS,
+        None => std::process::ExitCode::FAILURE,
+    }
 }
 
 /// Where the server and load-client binaries are run from: `target/release`
@@ -329,8 +368,11 @@ pub fn bin_dir() -> PathBuf {
         .unwrap_or_else(|| workspace_root().join("target/release"))
 }
 
-fn main() {
+fn main() -> std::process::ExitCode {
     let settings = parse_settings();
+    if let Some(path) = &settings.chart_from {
+        return chart_from(path, settings.arm_keys.as_deref());
+    }
     if settings.build {
         server::build_servers();
     }
@@ -341,7 +383,7 @@ fn main() {
         clients::print_table(&cells, &client_settings.arms);
         clients::write(&cells, &settings.clients_json);
         if settings.matrix.is_none() {
-            return;
+            return std::process::ExitCode::SUCCESS;
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -358,11 +400,12 @@ fn main() {
         let failed = matrix::failed_cells(&cells);
         if failed > 0 {
             eprintln!("{failed} of {} matrix cells failed", cells.len());
-            std::process::exit(1);
+            return std::process::ExitCode::FAILURE;
         }
-        return;
+        return std::process::ExitCode::SUCCESS;
     }
     let results = runtime.block_on(workload::run_all(&settings));
-    report::print_table(&results);
+    report::print_table(&results, settings.memory_streams);
     report::write_json(&settings, &results);
+    std::process::ExitCode::SUCCESS
 }

@@ -221,31 +221,8 @@ pub fn print_tables(cells: &[Cell]) {
             continue;
         }
         println!("\n{}", section_title(cells, section));
-        let widths: Vec<usize> = (0..COLUMNS)
-            .map(|i| {
-                rows.iter()
-                    .map(|r| r[i].chars().count())
-                    .chain([HEADER[i].chars().count()])
-                    .max()
-                    .unwrap_or(0)
-            })
-            .collect();
-        let line = |row: &[String]| {
-            let mut out = String::new();
-            for (i, value) in row.iter().enumerate() {
-                let pad = widths[i].saturating_sub(value.chars().count());
-                if i < 2 {
-                    let _ = write!(out, "{value}{} ", " ".repeat(pad));
-                } else {
-                    let _ = write!(out, "{}{value} ", " ".repeat(pad));
-                }
-            }
-            out
-        };
-        println!("{}", line(&HEADER.map(String::from)));
-        for row in &rows {
-            println!("{}", line(row));
-        }
+        let rows: Vec<Vec<String>> = rows.into_iter().map(Vec::from).collect();
+        crate::report::print_columns(&HEADER, &rows, 2);
     }
 }
 
@@ -333,7 +310,7 @@ fn sample_json(sample: &CellSample, count: u32) -> Value {
 }
 
 /// Writes every sample and each cell's representative round as JSON, and
-/// the Markdown tables next to it.
+/// its chart (`.svg`) and the Markdown tables (`.md`) next to it.
 pub fn write(settings: &MatrixSettings, cells: &[Cell], json_path: &Path) {
     let cells_json: Vec<Value> = cells
         .iter()
@@ -375,19 +352,9 @@ pub fn write(settings: &MatrixSettings, cells: &[Cell], json_path: &Path) {
         },
         "cells": cells_json,
     });
-    if let Some(parent) = json_path.parent() {
-        let _ = std::fs::create_dir_all(parent);
-    }
-    match serde_json::to_string_pretty(&document) {
-        Ok(text) => match std::fs::write(json_path, text) {
-            Ok(()) => println!("\nraw results: {}", json_path.display()),
-            Err(err) => eprintln!("could not write {}: {err}", json_path.display()),
-        },
-        Err(err) => eprintln!("could not serialise results: {err}"),
-    }
+    println!();
+    crate::report::write_document(&document, json_path, "raw results");
+    crate::report::write_chart(&document, json_path, None);
     let markdown_path = json_path.with_extension("md");
-    match std::fs::write(&markdown_path, markdown(cells)) {
-        Ok(()) => println!("tables: {}", markdown_path.display()),
-        Err(err) => eprintln!("could not write {}: {err}", markdown_path.display()),
-    }
+    crate::report::write_file(&markdown_path, &markdown(cells), "tables");
 }

@@ -1,4 +1,6 @@
-//! The results table and the raw JSON.
+//! The results tables, the raw JSON and its chart, and how paths are shown.
+
+use std::path::{Component, Path, PathBuf};
 
 use serde_json::{Value, json};
 
@@ -34,23 +36,61 @@ fn ratio(value: f64, baseline: f64) -> String {
     }
 }
 
+/// Prints `rows` under `header` in columns as wide as their widest cell,
+/// the first `left` columns aligned left and the rest (numbers) right.
+pub fn print_columns(header: &[&str], rows: &[Vec<String>], left: usize) {
+    for line in columns(header, rows, left) {
+        println!("{line}");
+    }
+}
+
+/// The lines [`print_columns`] prints, without trailing spaces.
+pub fn columns(header: &[&str], rows: &[Vec<String>], left: usize) -> Vec<String> {
+    let widths: Vec<usize> = (0..header.len())
+        .map(|i| {
+            rows.iter()
+                .filter_map(|row| row.get(i))
+                .map(|cell| cell.chars().count())
+                .chain([header[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |cells: &mut dyn Iterator<Item = &str>| {
+        let mut out = String::new();
+        for (i, cell) in cells.enumerate() {
+            let pad = " ".repeat(
+                widths
+                    .get(i)
+                    .map_or(0, |w| w.saturating_sub(cell.chars().count())),
+            );
+            if i > 0 {
+                out.push_str("  ");
+            }
+            if i < left {
+                out.push_str(cell);
+                out.push_str(&pad);
+            } else {
+                out.push_str(&pad);
+                out.push_str(cell);
+            }
+        }
+        out.trim_end().to_owned()
+    };
+    let mut lines = vec![line(&mut header.iter().copied())];
+    for row in rows {
+        lines.push(line(&mut row.iter().map(String::as_str)));
+    }
+    lines
+}
+
 /// Prints the medians and each arm's ratio to its stock counterpart.
 ///
 /// For streams/s a ratio above 1 is better; for CPU per stream the ratio is
-/// stock divided by arm, so above 1 is better there too.
-pub fn print_table(results: &[ArmResults]) {
-    println!();
-    println!(
-        "{:<32} {:>8} {:>12} {:>9} {:>14} {:>9} {:>10} {:>10}",
-        "arm",
-        "streams",
-        "streams/s",
-        "ratio",
-        "server µs/str",
-        "ratio",
-        "server CPU",
-        "client CPU"
-    );
+/// stock divided by arm, so above 1 is better there too. `memory_streams`
+/// is how many idle streams the memory rows held open.
+pub fn print_table(results: &[ArmResults], memory_streams: usize) {
+    let mut rows = Vec::new();
     for result in results {
         let baseline = find(results, result.arm.baseline());
         for (level, samples) in &result.streaming {
@@ -59,63 +99,89 @@ pub fn print_table(results: &[ArmResults]) {
                 .and_then(|b| b.streaming.iter().find(|(l, _)| l == level))
                 .map_or((f64::NAN, f64::NAN), |(_, s)| medians(s));
             let (server_share, client_share) = cpu_shares(samples);
-            println!(
-                "{:<32} {:>8} {:>12.0} {:>9} {:>14.1} {:>9} {:>10.2} {:>10.2}",
-                result.arm.label(),
-                level,
-                rate,
+            rows.push(vec![
+                result.arm.label().to_owned(),
+                level.to_string(),
+                format!("{rate:.0}"),
                 ratio(rate, base_rate),
-                cpu,
+                format!("{cpu:.1}"),
                 ratio(base_cpu, cpu),
-                server_share,
-                client_share
-            );
+                format!("{server_share:.2}"),
+                format!("{client_share:.2}"),
+            ]);
         }
     }
     println!();
-    println!(
-        "{:<32} {:>14} {:>9} {:>14} {:>9} {:>10} {:>10}",
-        "client-streaming (10 msgs)",
-        "µs/stream",
-        "ratio",
-        "server µs/str",
-        "ratio",
-        "server CPU",
-        "client CPU"
+    print_columns(
+        &[
+            "arm",
+            "streams",
+            "streams/s",
+            "ratio",
+            "server µs/str",
+            "ratio",
+            "server CPU",
+            "client CPU",
+        ],
+        &rows,
+        1,
     );
-    for result in results {
-        let (micros, cpu) = medians(&result.client_streaming);
-        let (base_micros, base_cpu) = find(results, result.arm.baseline())
-            .map_or((f64::NAN, f64::NAN), |b| medians(&b.client_streaming));
-        let (server_share, client_share) = cpu_shares(&result.client_streaming);
-        println!(
-            "{:<32} {:>14.1} {:>9} {:>14.1} {:>9} {:>10.2} {:>10.2}",
-            result.arm.label(),
-            micros,
-            ratio(base_micros, micros),
-            cpu,
-            ratio(base_cpu, cpu),
-            server_share,
-            client_share
-        );
-    }
+
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .map(|result| {
+            let (micros, cpu) = medians(&result.client_streaming);
+            let (base_micros, base_cpu) = find(results, result.arm.baseline())
+                .map_or((f64::NAN, f64::NAN), |b| medians(&b.client_streaming));
+            let (server_share, client_share) = cpu_shares(&result.client_streaming);
+            vec![
+                result.arm.label().to_owned(),
+                format!("{micros:.1}"),
+                ratio(base_micros, micros),
+                format!("{cpu:.1}"),
+                ratio(base_cpu, cpu),
+                format!("{server_share:.2}"),
+                format!("{client_share:.2}"),
+            ]
+        })
+        .collect();
     println!();
-    println!(
-        "{:<32} {:>16} {:>16}",
-        "1,000 idle streams after 1 MiB", "RSS growth MiB", "live growth MiB"
+    print_columns(
+        &[
+            "client-streaming (10 msgs)",
+            "µs/stream",
+            "ratio",
+            "server µs/str",
+            "ratio",
+            "server CPU",
+            "client CPU",
+        ],
+        &rows,
+        1,
     );
-    for result in results {
-        if let Some(memory) = result.memory {
+
+    let rows: Vec<Vec<String>> = results
+        .iter()
+        .filter_map(|result| {
+            let memory = result.memory?;
             let live = memory
                 .live_growth
                 .map_or("n/a".to_string(), |bytes| format!("{:.1}", mib(bytes)));
-            println!(
-                "{:<32} {:>16.1} {:>16}",
-                result.arm.label(),
-                mib(memory.rss_growth),
-                live
-            );
-        }
+            Some(vec![
+                result.arm.label().to_owned(),
+                format!("{:.1}", mib(memory.rss_growth)),
+                live,
+            ])
+        })
+        .collect();
+    if !rows.is_empty() {
+        println!();
+        let what = format!("{memory_streams} idle streams after 1 MiB");
+        print_columns(
+            &[what.as_str(), "RSS growth MiB", "live growth MiB"],
+            &rows,
+            1,
+        );
     }
 }
 
@@ -143,7 +209,8 @@ fn samples_json(samples: &[Sample]) -> Value {
     })
 }
 
-/// Writes every sample and median as JSON (the input of `scripts/e2e_chart.py`).
+/// Writes every sample and median as JSON, and its chart next to it (the
+/// same path with `.svg`).
 pub fn write_json(settings: &Settings, results: &[ArmResults]) {
     let arms: Vec<Value> = results
         .iter()
@@ -175,14 +242,120 @@ pub fn write_json(settings: &Settings, results: &[ArmResults]) {
         },
         "arms": arms,
     });
-    if let Some(parent) = settings.json.parent() {
+    println!();
+    write_document(&document, &settings.json, "raw results");
+    write_chart(&document, &settings.json, None);
+}
+
+/// Writes `document` to `path` as pretty JSON and says where, as `what`.
+pub fn write_document(document: &Value, path: &Path, what: &str) {
+    if let Some(parent) = path.parent() {
         let _ = std::fs::create_dir_all(parent);
     }
-    match serde_json::to_string_pretty(&document) {
-        Ok(text) => match std::fs::write(&settings.json, text) {
-            Ok(()) => println!("\nraw results: {}", settings.json.display()),
-            Err(err) => eprintln!("could not write {}: {err}", settings.json.display()),
-        },
+    match serde_json::to_string_pretty(document) {
+        Ok(text) => {
+            write_file(path, &text, what);
+        }
         Err(err) => eprintln!("could not serialise results: {err}"),
+    }
+}
+
+/// Draws `document`'s chart ([`crate::chart::chart`]) into the `.svg` next
+/// to `json_path`; the chart's path on success.
+pub fn write_chart(document: &Value, json_path: &Path, only: Option<&[String]>) -> Option<PathBuf> {
+    let svg_path = json_path.with_extension("svg");
+    match crate::chart::chart(document, only) {
+        Ok(svg) => write_file(&svg_path, &svg, "chart").then_some(svg_path),
+        Err(err) => {
+            eprintln!("no chart for {}: {err}", shown(json_path));
+            None
+        }
+    }
+}
+
+/// Writes `text` to `path`, then prints `what: PATH` or the error; whether
+/// it was written.
+pub fn write_file(path: &Path, text: &str, what: &str) -> bool {
+    match std::fs::write(path, text) {
+        Ok(()) => {
+            println!("{what}: {}", shown(path));
+            true
+        }
+        Err(err) => {
+            eprintln!("could not write {}: {err}", shown(path));
+            false
+        }
+    }
+}
+
+/// `path` as a user would type it: relative to the current directory when
+/// it is inside it, otherwise absolute, with no `..` or `.` steps either way.
+pub fn shown(path: &Path) -> String {
+    let absolute = std::path::absolute(path).unwrap_or_else(|_| path.to_owned());
+    let clean = std::fs::canonicalize(&absolute).unwrap_or_else(|_| normalize(&absolute));
+    let here = std::env::current_dir()
+        .ok()
+        .and_then(|dir| std::fs::canonicalize(dir).ok());
+    match here.as_deref().and_then(|dir| clean.strip_prefix(dir).ok()) {
+        Some(relative) if !relative.as_os_str().is_empty() => relative.display().to_string(),
+        _ => clean.display().to_string(),
+    }
+}
+
+/// Drops `.` and resolves `..` textually (for a path that does not exist
+/// yet, which `canonicalize` refuses).
+pub fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if !out.pop() {
+                    out.push(part);
+                }
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_hold_a_cell_longer_than_any_fixed_width() {
+        let long = "tonic + grpc-stream-codec (full framing) with a much longer name";
+        let rows = vec![
+            vec!["stock".to_owned(), "32".to_owned(), "1.00x".to_owned()],
+            vec![long.to_owned(), "128".to_owned(), "12.50x".to_owned()],
+        ];
+        let lines = columns(&["arm", "streams", "ratio"], &rows, 1);
+        // Every column ends at the same character on every line.
+        let ends = |line: &str| -> Vec<usize> {
+            let chars: Vec<char> = line.chars().collect();
+            (0..chars.len())
+                .filter(|&i| chars[i] != ' ' && chars.get(i + 1).is_none_or(|c| *c == ' '))
+                .collect()
+        };
+        let numbers: Vec<Vec<usize>> = lines.iter().map(|l| ends(l)).collect();
+        let last_two = |e: &Vec<usize>| e[e.len() - 2..].to_vec();
+        assert_eq!(last_two(&numbers[1]), last_two(&numbers[2]), "{lines:#?}");
+        assert_eq!(last_two(&numbers[0]), last_two(&numbers[2]), "{lines:#?}");
+        // The arm column starts every line and the long name is whole.
+        assert!(lines[2].starts_with(long), "{lines:#?}");
+        assert!(lines[1].starts_with("stock "), "{lines:#?}");
+    }
+
+    #[test]
+    fn shown_paths_have_no_dot_steps_and_are_relative_inside_the_current_dir() {
+        let here = std::fs::canonicalize(std::env::current_dir().unwrap()).unwrap();
+        let inside = here.join("a/../b/./c.json");
+        assert_eq!(shown(&inside), Path::new("b/c.json").display().to_string());
+        let outside = here.join("../../x/../y.json");
+        let expected = normalize(&here.join("../../y.json"));
+        assert_eq!(shown(&outside), expected.display().to_string());
+        assert!(!shown(&crate::workspace_root().join("target/e2e-bench.json")).contains(".."));
     }
 }

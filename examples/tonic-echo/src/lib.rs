@@ -138,6 +138,31 @@ pub async fn serve_with(
     router.serve_with_incoming(incoming).await
 }
 
+/// Serves the Echo service with grpc-stream-codec's full framing behind
+/// tonic-web's `GrpcWebLayer` on `listener`, over HTTP/1.1 as well as
+/// HTTP/2: gRPC-Web requests (`application/grpc-web`, `+proto`, `-text`)
+/// are translated to gRPC and back, gRPC ones pass through. The batch
+/// threshold is the process-wide default
+/// ([`set_default_batch_threshold`](grpc_stream_codec::tonic::set_default_batch_threshold)).
+pub async fn serve_grpc_web(listener: TcpListener) -> Result<(), tonic::transport::Error> {
+    // As in `serve_with`: tonic sets TCP_NODELAY only on sockets it accepts.
+    let incoming = TcpListenerStream::new(listener).map(|accepted| {
+        accepted.inspect(|stream| {
+            let _ = stream.set_nodelay(true);
+        })
+    });
+    let mut server = full::echo_server::EchoServer::new(EchoService);
+    for encoding in ENCODINGS {
+        server = server.accept_compressed(encoding).send_compressed(encoding);
+    }
+    Server::builder()
+        .accept_http1(true)
+        .layer(tonic_web::GrpcWebLayer::new())
+        .add_service(server)
+        .serve_with_incoming(incoming)
+        .await
+}
+
 /// The most streams one connection may have open on a server with a
 /// receive budget: what its HTTP/2 windows are sized for
 /// (`grpc_stream_codec::budget::Budget::http2_windows`). With a 256 MiB

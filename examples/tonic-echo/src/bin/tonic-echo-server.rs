@@ -1,11 +1,15 @@
 //! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full]
-//! [--batch-threshold BYTES] [--receive-budget BYTES] [--report-memory]`
+//! [--grpc-web] [--batch-threshold BYTES] [--receive-budget BYTES]
+//! [--budget-windows BYTES] [--report-memory]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, with its
 //! full framing under `--framing full`, or with tonic's stock codec under
 //! `--stock`. `--batch-threshold`
 //! (full framing only) sets the soft batch threshold of every response in
-//! bytes (default 32 KiB; 0 sends each message as its own batch). Prints `listening on ADDR`
+//! bytes (default 32 KiB; 0 sends each message as its own batch).
+//! `--grpc-web` serves the full framing behind tonic-web's `GrpcWebLayer`
+//! and accepts HTTP/1.1, so gRPC-Web clients (`application/grpc-web*`) can
+//! call it as well as gRPC ones. Prints `listening on ADDR`
 //! on one line once bound, so scripts can pass port 0 and read the port back.
 //! With `--report-memory`, each `memory` line on standard input is answered
 //! with `live_bytes N` (heap bytes allocated since start-up, net of frees),
@@ -30,7 +34,7 @@ use test_support::reports;
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
-[--framing codec|full] [--batch-threshold BYTES] [--receive-budget BYTES] [--budget-windows BYTES] \
+[--framing codec|full] [--grpc-web] [--batch-threshold BYTES] [--receive-budget BYTES] [--budget-windows BYTES] \
 [--report-memory]";
 
 struct Options {
@@ -41,6 +45,8 @@ struct Options {
     /// without the budget.
     budget_windows: Option<usize>,
     report_memory: bool,
+    /// `--grpc-web`: tonic-web in front of the full framing.
+    grpc_web: bool,
 }
 
 /// The value after `flag`, parsed; `what` names it in the error.
@@ -59,6 +65,8 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut report_memory = false;
     let mut receive_budget = None;
     let mut budget_windows = None;
+    let mut grpc_web = false;
+    let mut framing = None;
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -66,14 +74,16 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--stock" => serve.stock = true,
             "--framing" => {
                 let value = args.next().ok_or("--framing needs codec or full")?;
-                serve.framing =
-                    Framing::parse(&value).ok_or_else(|| format!("unknown --framing {value}"))?;
+                framing = Some(
+                    Framing::parse(&value).ok_or_else(|| format!("unknown --framing {value}"))?,
+                );
             }
             "--batch-threshold" => {
                 serve.batch_threshold =
                     Some(parsed(&mut args, "--batch-threshold", "a number of bytes")?);
             }
             "--report-memory" => report_memory = true,
+            "--grpc-web" => grpc_web = true,
             "--receive-budget" => {
                 receive_budget = Some(parsed(&mut args, "--receive-budget", "a byte count")?);
             }
@@ -84,6 +94,18 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
             other => return Err(format!("unknown argument {other}")),
         }
     }
+    if grpc_web {
+        if serve.stock || framing == Some(Framing::Codec) {
+            return Err(
+                "--grpc-web serves the full framing (no --stock, no --framing codec)".into(),
+            );
+        }
+        if receive_budget.is_some() || budget_windows.is_some() {
+            return Err("--grpc-web takes no --receive-budget or --budget-windows".into());
+        }
+        framing = Some(Framing::Full);
+    }
+    serve.framing = framing.unwrap_or_default();
     if receive_budget.is_some() && (serve.stock || serve.framing != Framing::Full) {
         return Err("--receive-budget needs --framing full".to_owned());
     }
@@ -104,6 +126,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         receive_budget,
         budget_windows,
         report_memory,
+        grpc_web,
     })
 }
 
@@ -138,8 +161,13 @@ async fn main() -> ExitCode {
         (false, Framing::Codec) => "grpc-stream-codec (codec)",
         (false, Framing::Full) => "grpc-stream-codec (full framing)",
     };
+    let web = if options.grpc_web {
+        " behind tonic-web"
+    } else {
+        ""
+    };
     eprintln!(
-        "codec: {codec}, receive budget: {:?}, budget windows: {:?}",
+        "codec: {codec}{web}, receive budget: {:?}, budget windows: {:?}",
         options.receive_budget, options.budget_windows
     );
     if let Some(threshold) = options.serve.batch_threshold {
@@ -152,6 +180,7 @@ async fn main() -> ExitCode {
                 .http2_windows(tonic_echo::BUDGET_STREAMS_PER_CONNECTION);
             tonic_echo::serve_full_on_windows(listener, windows, None).await
         }
+        (None, None) if options.grpc_web => tonic_echo::serve_grpc_web(listener).await,
         (None, None) => tonic_echo::serve_with(listener, options.serve).await,
     };
     match served {
