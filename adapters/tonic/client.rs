@@ -28,7 +28,7 @@ use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
-use crate::call::ClientDeadline;
+use crate::call::{ClientDeadline, deadline_timer};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
 use crate::envelope::Limits;
 use crate::status::Code;
@@ -198,8 +198,15 @@ where
     {
         let request = self.http_request::<S, M1>(request, path)?;
         // The deadline sent: tonic's transport bounds the call only until
-        // the response headers, this bounds the response body too.
-        let timer = super::server::deadline_timer(request.headers());
+        // the response headers, this bounds both bodies too (each with its
+        // own timer: nothing else polls the request body's).
+        let timer = deadline_timer(request.headers());
+        let request = match deadline_timer(request.headers()) {
+            Some(request_timer) => {
+                request.map(|body| Body::new(ClientDeadline::new(body, request_timer)))
+            }
+            None => request,
+        };
         let response = self
             .inner
             .call(request)

@@ -36,7 +36,7 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, Timer, read_ahead, timeout_from_headers,
+    Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, deadline_timer, read_ahead,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
@@ -409,11 +409,6 @@ type StreamingRequest<M> = tonic::Request<Streaming<M>>;
 
 /// A timer for the call's `grpc-timeout`, counted from now. The sleep is
 /// made on its first poll, inside the runtime that serves the call.
-pub(super) fn deadline_timer(headers: &http::HeaderMap) -> Option<Timer> {
-    let deadline = tokio::time::Instant::now() + timeout_from_headers(headers)?;
-    Some(Box::pin(async move { tokio::time::sleep_until(deadline).await }))
-}
-
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {
     tonic::codegen::tokio_stream::once(Ok(message))
 }

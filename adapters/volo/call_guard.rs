@@ -14,7 +14,7 @@ use http_body_util::BodyExt;
 use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
-use crate::call::{BoxError, Pump, Pumped, ServerDeadline, Timer, read_ahead, timeout_from_headers};
+use crate::call::{BoxError, Pump, Pumped, ServerDeadline, Timer, deadline_timer, read_ahead};
 
 /// What the guard keeps of a request for its response.
 pub(super) struct Guard {
@@ -39,11 +39,6 @@ where
 
 /// A timer for the call's `grpc-timeout`, counted from now. The sleep is
 /// made on its first poll, inside the runtime that serves the call.
-pub(super) fn deadline_timer(headers: &http::HeaderMap) -> Option<Timer> {
-    let deadline = tokio::time::Instant::now() + timeout_from_headers(headers)?;
-    Some(Box::pin(async move { tokio::time::sleep_until(deadline).await }))
-}
-
 /// A body error as volo-grpc carries it: this crate's status (a deadline)
 /// converted, anything else as volo-grpc converts errors.
 pub(super) fn volo_status(error: BoxError) -> volo_grpc::Status {

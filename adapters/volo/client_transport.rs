@@ -16,7 +16,7 @@ use bytes::Bytes;
 use http::header::{CONTENT_TYPE, TE};
 use http::{HeaderMap, HeaderValue};
 use http_body::Frame;
-use http_body_util::{BodyExt, StreamBody};
+use http_body_util::{BodyExt, Either, StreamBody};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use motore::layer::Layer;
 use motore::service::Service;
@@ -31,9 +31,9 @@ use volo_grpc::context::ClientContext;
 use volo_grpc::transport::ClientTransport;
 use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
-use super::call_guard::{deadline_timer, volo_status};
+use super::call_guard::volo_status;
 use super::call_scope::with_response_headers;
-use crate::call::ClientDeadline;
+use crate::call::{ClientDeadline, deadline_timer};
 use super::client_connect::Connector;
 use super::metadata;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
@@ -156,7 +156,8 @@ pub struct Transport<U> {
     _marker: PhantomData<fn(U)>,
 }
 
-type RequestBody = EndAwareBody;
+/// The request body, failed at the call's deadline when it has one.
+type RequestBody = Either<EndAwareBody, ClientDeadline<EndAwareBody>>;
 
 pin_project! {
     /// volo-grpc's request body (`StreamBody` of the message stream) that
@@ -270,8 +271,13 @@ where
         }
 
         // The deadline sent: volo-grpc bounds the call only until the
-        // response headers, this bounds the response body too.
+        // response headers, this bounds both bodies too (each with its own
+        // timer: nothing else polls the request body's).
         let timer = deadline_timer(request.headers());
+        let request = match deadline_timer(request.headers()) {
+            Some(request_timer) => request.map(|body| Either::Right(ClientDeadline::new(body, request_timer))),
+            None => request.map(Either::Left),
+        };
         cx.stats.record_make_transport_start_at();
         let response = self
             .http
@@ -289,8 +295,7 @@ where
             return Err(status.into());
         }
         let binary = take_binary(&mut parts.headers)?;
-        // volo-grpc's `Status` is its error type; it is not ours to shrink.
-        #[allow(clippy::result_large_err)]
+        // volo-grpc's `Status` is large: boxed while it crosses the scope.
         let message = with_response_headers(&parts.headers, || {
             U::from_body(
                 Some(path.as_str()),
@@ -301,7 +306,9 @@ where
                 Kind::Response(parts.status),
                 None,
             )
-        })?;
+            .map_err(Box::new)
+        })
+        .map_err(|status| *status)?;
         if !binary.is_empty() {
             parts.extensions.insert(StashedBinary(binary));
         }

@@ -2,7 +2,7 @@
 
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -142,10 +142,11 @@ where
     type Item = Result<Frame<Bytes>, volo_grpc::Status>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        self.project()
-            .body
-            .poll_frame(cx)
-            .map(|frame| frame.map(|frame| frame.map_err(volo_grpc::Status::from)))
+        Poll::Ready(match ready!(self.project().body.poll_frame(cx)) {
+            Some(Ok(frame)) => Some(Ok(frame)),
+            Some(Err(status)) => Some(Err(status.into())),
+            None => None,
+        })
     }
 
     /// `(0, Some(0))` once the last frame has been taken: the client's

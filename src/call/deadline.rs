@@ -4,8 +4,8 @@
 //! headers; a streaming response then runs as long as its handler produces.
 //! [`ServerDeadline`] ends a server's response body at the deadline with
 //! `DEADLINE_EXCEEDED` in its trailers (dropping the handler's response
-//! source), and [`ClientDeadline`] fails a client's response body at the
-//! deadline it sent, as grpc-go and C-core do.
+//! source), and [`ClientDeadline`] fails a client's request and response
+//! bodies at the deadline it sent, as grpc-go and C-core do.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -22,9 +22,18 @@ use crate::status::{Code, Status};
 /// The header a caller's deadline travels in.
 pub const GRPC_TIMEOUT: &str = "grpc-timeout";
 
-/// A future that completes when the deadline passes, made by the adapter
-/// (the core names no runtime).
+/// A future that completes when the deadline passes.
 pub type Timer = Pin<Box<dyn Future<Output = ()> + Send>>;
+
+/// A timer for the deadline `headers` carry, on tokio's clock (which both
+/// frameworks run on); `None` without a valid `grpc-timeout`. The sleep is
+/// made on its first poll, so a call that ends first never registers one.
+pub fn deadline_timer(headers: &HeaderMap) -> Option<Timer> {
+    let deadline = tokio::time::Instant::now() + timeout_from_headers(headers)?;
+    Some(Box::pin(
+        async move { tokio::time::sleep_until(deadline).await },
+    ))
+}
 
 /// The timeout `headers` carry in `grpc-timeout`: 1 to 8 digits and a unit
 /// (`H`, `M`, `S`, `m`, `u`, `n`); `None` when absent or malformed.
@@ -149,9 +158,12 @@ impl<B> std::fmt::Debug for ServerDeadline<B> {
     }
 }
 
-/// A client's response body that fails with `DEADLINE_EXCEEDED` at the
-/// deadline the client sent, dropping the transport body (which resets the
-/// stream).
+/// A client's body that fails with `DEADLINE_EXCEEDED` at the deadline the
+/// client sent, dropping the body it wraps. Around the response body, the
+/// call's reader sees the status; around the request body, the HTTP client
+/// resets the stream, so a request stream still open (bidi, client
+/// streaming) ends too, with the server's handler and the client's task
+/// sending it.
 pub struct ClientDeadline<B> {
     inner: Option<Pin<Box<B>>>,
     timer: Timer,

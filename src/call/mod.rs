@@ -13,7 +13,7 @@
 mod deadline;
 mod read_ahead;
 
-pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, Timer, timeout_from_headers};
+pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, Timer, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};

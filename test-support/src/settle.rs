@@ -49,3 +49,52 @@ pub async fn settle_live_bytes(tolerance: usize) -> isize {
     }
     last
 }
+
+/// What a test's runtime and process hold at a moment: the runtime's live
+/// tasks and the process's live heap bytes ([`live_bytes`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Footprint {
+    /// Tasks spawned on the current runtime and not yet finished.
+    pub tasks: usize,
+    /// Live heap bytes of the whole process.
+    pub live_bytes: isize,
+}
+
+impl Footprint {
+    /// The footprint now. Call it inside a tokio runtime.
+    pub fn now() -> Footprint {
+        Footprint {
+            tasks: tokio::runtime::Handle::current()
+                .metrics()
+                .num_alive_tasks(),
+            live_bytes: live_bytes(),
+        }
+    }
+
+    /// Waits until the footprint has not changed for 300 ms (at most 10 s)
+    /// and returns it: tasks finishing, streams and their buffers dropped.
+    pub async fn settled() -> Footprint {
+        settle(
+            Duration::from_millis(300),
+            Duration::from_secs(10),
+            Footprint::now,
+        )
+        .await
+    }
+
+    /// Panics naming what is left when `self` (a settled footprint after
+    /// some work) holds a task more than `before`, or more than `slack`
+    /// heap bytes more.
+    pub fn assert_back_to(self, before: Footprint, slack: usize) {
+        assert!(
+            self.tasks <= before.tasks,
+            "{} task(s) left behind: {before:?} then {self:?}",
+            self.tasks - before.tasks
+        );
+        assert!(
+            self.live_bytes <= before.live_bytes + slack as isize,
+            "{} heap bytes left behind: {before:?} then {self:?}",
+            self.live_bytes - before.live_bytes
+        );
+    }
+}

@@ -88,10 +88,10 @@ fn ask(server: &mut ListeningProcess, question: &str, figure: &str) -> i64 {
     server.stdout.read_line(&mut line).expect("an answer");
     let mut words = line.split_whitespace();
     while let Some(word) = words.next() {
-        if word == figure {
-            if let Some(value) = words.next().and_then(|value| value.parse().ok()) {
-                return value;
-            }
+        if word == figure
+            && let Some(value) = words.next().and_then(|value| value.parse().ok())
+        {
+            return value;
         }
     }
     panic!("no {figure} in {line:?}");

@@ -2,14 +2,18 @@
 //! C-core bound them: the server ends a server-streaming or bidi response at
 //! the deadline with `DEADLINE_EXCEEDED` in its trailers, and the client ends
 //! a streaming response at the deadline it sent. tonic's own transport only
-//! bounds a call until its response headers.
+//! bounds a call until its response headers. Each test also checks that
+//! the ended call leaves no task and no heap behind (one test at a time, so
+//! the process's heap is the test's).
 
 use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use prost::Message;
+use test_support::alloc::CountingAlloc;
 use test_support::raw_h2::{connect, envelope, grpc_request, read_response};
+use test_support::settle::Footprint;
 use tokio_stream::StreamExt as _;
 use tonic_echo::adapter::EchoRequest;
 use tonic_echo::{Framing, ServeOptions};
@@ -18,6 +22,42 @@ const SERVER_STREAM: &str = "/streamcodec.echo.v1.Echo/ServerStream";
 const BIDI: &str = "/streamcodec.echo.v1.Echo/Bidi";
 const DEADLINE: Duration = Duration::from_millis(200);
 const DEADLINE_EXCEEDED: i32 = 4;
+
+#[global_allocator]
+static ALLOC: CountingAlloc = CountingAlloc::ALWAYS;
+
+/// Heap an ended call may leave: none of its own; this is what the
+/// allocator's and the runtime's bookkeeping move by.
+const HEAP_SLACK: usize = 16 * 1024;
+
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// A unary call and a short server stream on `client`: warms the
+/// connection up (its buffers grow to full frames), and shows it still
+/// serves after a call ended at its deadline.
+async fn unary(client: &h2::client::SendRequest<Bytes>) {
+    let unary = test_support::raw_h2::send(
+        client,
+        "/streamcodec.echo.v1.Echo/Unary",
+        &[],
+        envelope(0, &EchoRequest::default().encode_to_vec()),
+    )
+    .await;
+    assert_eq!(unary.grpc_status(), Some(0));
+    let short = EchoRequest {
+        response_count: 2_000,
+        response_size: 100,
+        ..EchoRequest::default()
+    };
+    let stream = test_support::raw_h2::send(
+        client,
+        SERVER_STREAM,
+        &[],
+        envelope(0, &short.encode_to_vec()),
+    )
+    .await;
+    assert_eq!(stream.grpc_status(), Some(0));
+}
 
 async fn start(options: ServeOptions) -> SocketAddr {
     let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
@@ -47,8 +87,11 @@ fn endless_request() -> EchoRequest {
 
 #[tokio::test]
 async fn full_framing_server_ends_a_server_stream_at_its_deadline() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let addr = start(full()).await;
     let client = connect(addr).await;
+    unary(&client).await;
+    let before = Footprint::settled().await;
     let started = Instant::now();
     let response = test_support::raw_h2::send(
         &client,
@@ -70,21 +113,21 @@ async fn full_framing_server_ends_a_server_stream_at_its_deadline() {
         sent < 20_000_000 * 100,
         "the whole stream went out: {sent} bytes"
     );
+    drop(response);
+    Footprint::settled()
+        .await
+        .assert_back_to(before, HEAP_SLACK);
     // The connection is still fine for the next call.
-    let unary = test_support::raw_h2::send(
-        &client,
-        "/streamcodec.echo.v1.Echo/Unary",
-        &[],
-        envelope(0, &EchoRequest::default().encode_to_vec()),
-    )
-    .await;
-    assert_eq!(unary.grpc_status(), Some(0));
+    unary(&client).await;
 }
 
 #[tokio::test]
 async fn full_framing_server_ends_a_bidi_stream_at_its_deadline() {
+    let _one = ONE_AT_A_TIME.lock().await;
     let addr = start(full()).await;
     let client = connect(addr).await;
+    unary(&client).await;
+    let before = Footprint::settled().await;
     let mut client = client.ready().await.unwrap();
     let (response, mut requests) = client
         .send_request(grpc_request(BIDI, &[("grpc-timeout", "200m")]), false)
@@ -109,13 +152,17 @@ async fn full_framing_server_ends_a_bidi_stream_at_its_deadline() {
         "{response:?}"
     );
     assert_eq!(response.data_frames.len(), 1, "the one echo, then the end");
-    drop(requests);
+    drop((requests, response));
+    Footprint::settled()
+        .await
+        .assert_back_to(before, HEAP_SLACK);
 }
 
 #[tokio::test]
 async fn stock_tonic_server_streams_past_its_deadline() {
     // The baseline the server test replaces: tonic stops a call at its
     // deadline only until the response headers.
+    let _one = ONE_AT_A_TIME.lock().await;
     let addr = start(ServeOptions {
         stock: true,
         ..ServeOptions::default()
@@ -150,15 +197,31 @@ async fn stock_tonic_server_streams_past_its_deadline() {
 
 #[tokio::test]
 async fn full_framing_client_ends_a_streaming_response_at_the_deadline_it_sent() {
-    // A stock server, which streams on past the deadline: the client ends it.
-    let addr = start(ServeOptions {
-        stock: true,
-        ..ServeOptions::default()
-    })
-    .await;
+    // A stock server, which streams on past the deadline: the client ends
+    // it. In a process of its own, so this one's heap is the client's.
+    let _one = ONE_AT_A_TIME.lock().await;
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_tonic-echo-server"));
+    server
+        .args(["--listen", "127.0.0.1:0", "--stock"])
+        .stderr(std::process::Stdio::null());
+    let server = test_support::process::ListeningProcess::start(server);
+    let addr = server.addr;
     let mut client = tonic_echo::full::echo_client::EchoClient::connect(format!("http://{addr}"))
         .await
         .unwrap();
+    // A warm-up read late, so h2's queue of received frames grows to what
+    // a full stream window of them takes, as it may in the calls below.
+    client.unary(EchoRequest::default()).await.unwrap();
+    let short = EchoRequest {
+        response_count: 2_000,
+        response_size: 100,
+        ..EchoRequest::default()
+    };
+    let mut warm_up = client.server_stream(short).await.unwrap().into_inner();
+    tokio::time::sleep(DEADLINE).await;
+    while warm_up.message().await.unwrap().is_some() {}
+    drop(warm_up);
+    let before = Footprint::settled().await;
     for bidi in [false, true] {
         let started = Instant::now();
         let mut responses = if bidi {
@@ -188,4 +251,7 @@ async fn full_framing_client_ends_a_streaming_response_at_the_deadline_it_sent()
         // Ended once: nothing more after the status.
         assert!(responses.message().await.unwrap_or(None).is_none());
     }
+    Footprint::settled()
+        .await
+        .assert_back_to(before, HEAP_SLACK);
 }

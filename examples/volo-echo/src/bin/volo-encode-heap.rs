@@ -17,9 +17,6 @@
 //! - `unbatched`: the same at threshold 0;
 //! - `stock`: volo-grpc's own `codec::encode::encode`.
 
-// The source's items are volo-grpc's `Result<_, Status>`, as the server's.
-#![allow(clippy::result_large_err)]
-
 use std::collections::VecDeque;
 use std::pin::Pin;
 use std::process::ExitCode;
@@ -52,13 +49,13 @@ struct Settings {
 
 fn stream(settings: Settings) -> Frames {
     let Settings { size, count, .. } = settings;
-    let source = futures::stream::iter(0..count).map(move |seq| {
-        Ok::<_, volo_grpc::Status>(EchoResponse {
+    let source = futures::stream::iter(0..count)
+        .map(move |seq| EchoResponse {
             payload: volo_echo::server_stream_payload(seq, size),
             seq,
             ..Default::default()
         })
-    });
+        .map(Ok::<_, volo_grpc::Status>);
     match settings.arm {
         Arm::Stock => volo_grpc::codec::encode::encode(source, None),
         Arm::Batched => grpc_stream_codec::volo::encode_with_config(
