@@ -585,13 +585,17 @@ fn server_body_sends_nodes_as_data_then_ok_trailers() {
         Step::Item(Msg::copied(&b"c"[..])),
     ]);
     let frames = body_frames(source, true);
-    // Nodes: [prefix+"a"], field, ["b"], then [prefix+"c"], then trailers.
-    assert_eq!(frames.len(), 5);
+    // Frames: [prefix+"a"], the field by reference, then ["b"] joined with
+    // the next batch, [prefix+"c"], which was ready by the time that
+    // partial frame was to leave; then trailers.
+    assert_eq!(frames.len(), 4);
     let second = frames[1].as_ref().unwrap().data_ref().unwrap();
     assert_eq!(second.as_ptr(), field.as_ptr());
+    let third = frames[2].as_ref().unwrap().data_ref().unwrap();
+    assert_eq!(third.as_ref(), b"b\0\0\0\0\x01c");
     let decoded = reference_decode(&data_of(&frames), None);
     assert_eq!(decoded.len(), 2);
-    let trailers = frames[4].as_ref().unwrap().trailers_ref().unwrap();
+    let trailers = frames[3].as_ref().unwrap().trailers_ref().unwrap();
     assert_eq!(trailers["grpc-status"], "0");
     assert!(trailers.get("grpc-message").is_none());
 }
@@ -650,10 +654,19 @@ fn a_client_body_ends_with_its_last_frame_never_before() {
     assert!(flags.len() > 1, "{flags:?}");
     assert_eq!(flags.iter().filter(|ended| **ended).count(), 1, "{flags:?}");
     assert_eq!(flags.last(), Some(&true));
-    // The source pending between messages: the first batch leaves before
-    // the end is known.
-    let source = Script::new([Step::Item(small()), Step::Pending, Step::Item(small())]);
+    // The source pending between messages (still pending when the body
+    // asks for a batch to fill the first frame): the first batch leaves
+    // before the end is known.
+    let source = Script::new([
+        Step::Item(small()),
+        Step::Pending,
+        Step::Pending,
+        Step::Item(small()),
+    ]);
     assert_eq!(end_flags(source, false), [false, true]);
+    // Ready by then: the two batches leave as one frame, which ends the body.
+    let source = Script::new([Step::Item(small()), Step::Pending, Step::Item(small())]);
+    assert_eq!(end_flags(source, false), [true]);
     // A source error after a message: the batch does not claim the end, so
     // the error still reaches the transport.
     let source = Script::new([

@@ -185,6 +185,21 @@ async fn large_bytes_fields_are_sent_by_reference() {
     );
 }
 
+/// Frames follow bytes: sixteen ready 4 KiB messages (pilota inserts each
+/// payload by reference, so every message is a prefix node and a payload
+/// node) leave in as many frames as their bytes fill, not two per message.
+#[tokio::test]
+async fn ready_4_kib_messages_fill_whole_frames() {
+    let blobs: Vec<Blob> = (0..16).map(|i| blob(4096, i)).collect();
+    let frames = frames(blobs.iter().cloned().map(Ok).collect(), None).await;
+    let frames: Vec<Bytes> = frames.into_iter().map(Result::unwrap).collect();
+    let lens: Vec<usize> = frames.iter().map(Bytes::len).collect();
+    println!("frames: {lens:?}");
+    let total: usize = lens.iter().sum();
+    assert_eq!(frames.concat(), wire(&blobs), "the bytes");
+    assert_eq!(frames.len(), total.div_ceil(16 * 1024), "{lens:?}");
+}
+
 #[tokio::test]
 async fn a_source_error_follows_the_messages_before_it() {
     let source = vec![

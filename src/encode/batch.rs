@@ -85,7 +85,7 @@ impl EncodedBatch {
     /// itself by reference (each frame costs the HTTP/2 stack a send,
     /// whatever its size).
     pub fn into_frames(self) -> impl Iterator<Item = Frame<Bytes>> {
-        DataFrames::new(self.into_nodes()).map(Frame::data)
+        DataFrames::new(self).map(Frame::data)
     }
 
     /// Copies the batch into one contiguous buffer; meant for tests and
@@ -173,16 +173,6 @@ impl Iterator for IntoNodes {
 
 impl ExactSizeIterator for IntoNodes {}
 
-impl IntoNodes {
-    /// The nodes not yet taken, in order.
-    pub(crate) fn as_slice(&self) -> &[Bytes] {
-        match &self.0 {
-            IntoNodesInner::One(node) => node.as_slice(),
-            IntoNodesInner::Many(nodes) => nodes.as_slice(),
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,16 +210,5 @@ mod tests {
         let frames: Vec<_> = batch(&[b"a", b"bc"]).into_frames().collect();
         let data: Vec<_> = frames.into_iter().map(|f| f.into_data().unwrap()).collect();
         assert_eq!(data, [&b"abc"[..]]);
-    }
-
-    #[test]
-    fn the_nodes_left_are_what_the_iterator_yields_next() {
-        let mut nodes = batch(&[b"a", b"b"]).into_nodes();
-        nodes.next();
-        assert_eq!(nodes.as_slice(), [&b"b"[..]]);
-        let mut one = batch(&[b"x"]).into_nodes();
-        assert_eq!(one.as_slice(), [&b"x"[..]]);
-        one.next();
-        assert!(one.as_slice().is_empty());
     }
 }

@@ -68,8 +68,10 @@ pin_project! {
         #[pin]
         stream: EncodeStream<S, E>,
         mode: BodyMode,
-        // What of the current batch is not yet sent.
-        frames: Option<DataFrames>,
+        // What of the batches is not yet sent.
+        frames: DataFrames,
+        // How the source ended, once the stream said so and before it is sent.
+        end: Option<Result<(), Status>>,
         // The final status (server) or error (client) was produced.
         finished: bool,
     }
@@ -81,7 +83,8 @@ impl<S, E: MessageEncoder> EncodeBody<S, E> {
         Self {
             stream,
             mode,
-            frames: None,
+            frames: DataFrames::default(),
+            end: None,
             finished: false,
         }
     }
@@ -116,21 +119,28 @@ where
     ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
         let mut this = self.project();
         loop {
-            if let Some(payload) = this.frames.as_mut().and_then(Iterator::next) {
+            // The next batch, when nothing is left or only a partial frame
+            // that a ready batch would fill: a partial frame leaves only
+            // once the source has nothing ready.
+            let wants_batch = this.frames.is_empty() || this.frames.ends_in_partial_frame();
+            if wants_batch && this.end.is_none() && !*this.finished {
+                match this.stream.as_mut().poll_next(cx) {
+                    Poll::Ready(Some(Ok(batch))) => {
+                        this.frames.push(batch);
+                        continue;
+                    }
+                    Poll::Ready(Some(Err(error))) => *this.end = Some(Err(error)),
+                    Poll::Ready(None) => *this.end = Some(Ok(())),
+                    Poll::Pending if this.frames.is_empty() => return Poll::Pending,
+                    Poll::Pending => {}
+                }
+            }
+            if let Some(payload) = this.frames.next() {
                 return Poll::Ready(Some(Ok(Frame::data(payload))));
             }
-            *this.frames = None;
-            if *this.finished {
+            let Some(end) = this.end.take() else {
+                // Finished: the end was sent.
                 return Poll::Ready(None);
-            }
-            let end = match this.stream.as_mut().poll_next(cx) {
-                Poll::Pending => return Poll::Pending,
-                Poll::Ready(Some(Ok(batch))) => {
-                    *this.frames = Some(DataFrames::new(batch.into_nodes()));
-                    continue;
-                }
-                Poll::Ready(Some(Err(error))) => Err(error),
-                Poll::Ready(None) => Ok(()),
             };
             *this.finished = true;
             return Poll::Ready(match (*this.mode, end) {
@@ -143,15 +153,22 @@ where
     }
 
     fn is_end_stream(&self) -> bool {
-        let sent = self.frames.as_ref().is_none_or(DataFrames::is_done);
+        if !self.frames.is_empty() {
+            return false;
+        }
+        if self.finished {
+            return true;
+        }
         // A request body has no trailers: once the encoder has seen its
         // source end, its last batch is the body's end, and HTTP/2 sends
         // END_STREAM on that frame instead of an empty frame after it.
-        let source_ended = self.mode == BodyMode::Client && self.stream.is_terminated();
-        sent && (self.finished || source_ended)
+        self.mode == BodyMode::Client
+            && match &self.end {
+                Some(end) => end.is_ok(),
+                None => self.stream.is_terminated(),
+            }
     }
 }
-
 fn trailers(status: Status) -> Frame<Bytes> {
     let mut headers = HeaderMap::new();
     status.into_headers(&mut headers);

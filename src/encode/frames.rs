@@ -8,32 +8,52 @@
 //! split where the frame is full; a node of a frame or more goes by
 //! reference, as does a small node with no small neighbour to join.
 
+use std::collections::VecDeque;
+
 use bytes::{Bytes, BytesMut};
 
-use super::batch::IntoNodes;
+use super::batch::EncodedBatch;
 use super::config::FRAME_SIZE;
 
 /// Nodes this long or longer are sent as they are: they fill a frame (h2
 /// cuts longer ones into full frames), so copying them would save no frame.
 const BY_REFERENCE: usize = FRAME_SIZE;
 
-/// The payloads of the data frames that carry a batch, in wire order.
-#[derive(Debug)]
+/// The payloads of the data frames that carry batches, in wire order.
+///
+/// Batches are pushed as they come; a body that can see whether the next
+/// batch is ready pushes it before taking a last, partial payload
+/// ([`DataFrames::ends_in_partial_frame`]), so frames fill across batches.
+#[derive(Debug, Default)]
 pub(crate) struct DataFrames {
-    nodes: IntoNodes,
-    /// The tail of a node the previous payload had no room for.
-    rest: Option<Bytes>,
+    nodes: VecDeque<Bytes>,
+    /// Bytes in `nodes`.
+    len: usize,
 }
 
 impl DataFrames {
-    /// The payloads of `nodes`.
-    pub(crate) fn new(nodes: IntoNodes) -> Self {
-        Self { nodes, rest: None }
+    /// The payloads of `batch`.
+    pub(crate) fn new(batch: EncodedBatch) -> Self {
+        let mut frames = DataFrames::default();
+        frames.push(batch);
+        frames
     }
 
-    /// Whether every byte has been yielded.
-    pub(crate) fn is_done(&self) -> bool {
-        self.rest.is_none() && self.nodes.len() == 0
+    /// Appends `batch`'s bytes after what is not yet taken.
+    pub(crate) fn push(&mut self, batch: EncodedBatch) {
+        self.len += batch.len();
+        self.nodes.extend(batch.into_nodes());
+    }
+
+    /// Whether every byte has been taken.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// Whether what is left fills less than one frame: the next payload
+    /// would be a partial frame that the next batch could fill.
+    pub(crate) fn ends_in_partial_frame(&self) -> bool {
+        (1..FRAME_SIZE).contains(&self.len)
     }
 
     /// How many bytes the payload that starts with a node of `first` bytes
@@ -43,7 +63,7 @@ impl DataFrames {
             return first;
         }
         let mut len = first;
-        for node in self.nodes.as_slice() {
+        for node in &self.nodes {
             if len >= FRAME_SIZE || node.len() >= BY_REFERENCE {
                 break;
             }
@@ -57,8 +77,9 @@ impl Iterator for DataFrames {
     type Item = Bytes;
 
     fn next(&mut self) -> Option<Bytes> {
-        let first = self.rest.take().or_else(|| self.nodes.next())?;
+        let first = self.nodes.pop_front()?;
         let len = self.payload_len(first.len());
+        self.len -= len;
         if len == first.len() {
             return Some(first);
         }
@@ -66,13 +87,14 @@ impl Iterator for DataFrames {
         payload.extend_from_slice(&first);
         while payload.len() < len {
             // `payload_len` counted these nodes, so they are there.
-            let Some(mut node) = self.nodes.next() else {
+            let Some(mut node) = self.nodes.pop_front() else {
                 debug_assert!(false, "a counted node is missing");
                 break;
             };
             let room = len - payload.len();
             if node.len() > room {
-                self.rest = Some(node.split_off(room));
+                // The tail goes first in the next payload.
+                self.nodes.push_front(node.split_off(room));
             }
             payload.extend_from_slice(&node);
         }
@@ -99,7 +121,7 @@ mod tests {
     }
 
     fn payloads(nodes: &[Bytes]) -> Vec<Bytes> {
-        DataFrames::new(batch(nodes).into_nodes()).collect()
+        DataFrames::new(batch(nodes)).collect()
     }
 
     fn lens(payloads: &[Bytes]) -> Vec<usize> {
@@ -159,12 +181,19 @@ mod tests {
     }
 
     #[test]
-    fn done_once_the_split_tail_is_taken() {
-        let mut frames = DataFrames::new(batch(&[node(10_000, 1), node(10_000, 2)]).into_nodes());
+    fn a_pushed_batch_fills_the_partial_frame_before_it() {
+        let mut frames = DataFrames::new(batch(&[node(10_000, 1), node(10_000, 2)]));
         assert_eq!(frames.next().map(|p| p.len()), Some(FRAME_SIZE));
-        assert!(!frames.is_done());
-        assert_eq!(frames.next().map(|p| p.len()), Some(20_000 - FRAME_SIZE));
-        assert!(frames.is_done());
+        assert!(frames.ends_in_partial_frame());
+        frames.push(batch(&[node(10_000, 3), node(10_000, 4)]));
+        assert!(!frames.ends_in_partial_frame());
+        assert_eq!(frames.next().map(|p| p.len()), Some(FRAME_SIZE));
+        assert_eq!(
+            frames.next().map(|p| p.len()),
+            Some(40_000 - 2 * FRAME_SIZE)
+        );
+        assert!(frames.is_empty());
+        assert!(!frames.ends_in_partial_frame());
         assert_eq!(frames.next(), None);
     }
 }
