@@ -1,12 +1,13 @@
 //! [`DataFrames`]: a batch's byte nodes as the payloads of HTTP/2 DATA frames.
 //!
 //! h2 and hyper pay for every data frame a body yields (stream state, flow
-//! control, another poll of the body), whatever its size, and sending a
-//! node alone costs that much more than copying a few KiB. So frames follow
-//! bytes, not nodes: consecutive nodes smaller than a frame are copied
-//! together into payloads of [`FRAME_SIZE`], the last node of a payload
-//! split where the frame is full; a node of a frame or more goes by
-//! reference, as does a small node with no small neighbour to join.
+//! control, another poll of the body), whatever its size, and a frame costs
+//! more than copying a few KiB. So frames follow bytes, not nodes: every
+//! payload but the last is whole frames. Bytes are copied together into
+//! frames of [`FRAME_SIZE`] across node boundaries (prefixes, fields a
+//! message inserted by reference); the whole frames inside a node of a
+//! frame or more go by reference, so no more than one frame's worth of any
+//! node is ever copied.
 
 use std::collections::VecDeque;
 
@@ -14,10 +15,6 @@ use bytes::{Bytes, BytesMut};
 
 use super::batch::EncodedBatch;
 use super::config::FRAME_SIZE;
-
-/// Nodes this long or longer are sent as they are: they fill a frame (h2
-/// cuts longer ones into full frames), so copying them would save no frame.
-const BY_REFERENCE: usize = FRAME_SIZE;
 
 /// The payloads of the data frames that carry batches, in wire order.
 ///
@@ -55,30 +52,23 @@ impl DataFrames {
     pub(crate) fn ends_in_partial_frame(&self) -> bool {
         (1..FRAME_SIZE).contains(&self.len)
     }
-
-    /// How many bytes the payload that starts with a node of `first` bytes
-    /// holds: the run of small nodes after it, up to a frame.
-    fn payload_len(&self, first: usize) -> usize {
-        if first >= BY_REFERENCE {
-            return first;
-        }
-        let mut len = first;
-        for node in &self.nodes {
-            if len >= FRAME_SIZE || node.len() >= BY_REFERENCE {
-                break;
-            }
-            len += node.len();
-        }
-        len.min(FRAME_SIZE)
-    }
 }
 
 impl Iterator for DataFrames {
     type Item = Bytes;
 
     fn next(&mut self) -> Option<Bytes> {
-        let first = self.nodes.pop_front()?;
-        let len = self.payload_len(first.len());
+        let mut first = self.nodes.pop_front()?;
+        if first.len() >= FRAME_SIZE {
+            // Its whole frames by reference; the rest starts the next frame.
+            let whole = first.len() - first.len() % FRAME_SIZE;
+            if whole < first.len() {
+                self.nodes.push_front(first.split_off(whole));
+            }
+            self.len -= whole;
+            return Some(first);
+        }
+        let len = self.len.min(FRAME_SIZE);
         self.len -= len;
         if len == first.len() {
             return Some(first);
@@ -86,9 +76,9 @@ impl Iterator for DataFrames {
         let mut payload = BytesMut::with_capacity(len);
         payload.extend_from_slice(&first);
         while payload.len() < len {
-            // `payload_len` counted these nodes, so they are there.
+            // `self.len` counts these bytes, so there is a node.
             let Some(mut node) = self.nodes.pop_front() else {
-                debug_assert!(false, "a counted node is missing");
+                debug_assert!(false, "counted bytes are missing");
                 break;
             };
             let room = len - payload.len();
@@ -146,11 +136,41 @@ mod tests {
     }
 
     #[test]
-    fn a_node_that_fills_a_frame_goes_by_reference() {
+    fn the_whole_frames_of_a_large_node_go_by_reference() {
         let large = node(4 * FRAME_SIZE, 9);
         let out = payloads(&[node(8, 1), large.clone(), node(8, 2), node(8, 3)]);
-        assert_eq!(lens(&out), [8, 4 * FRAME_SIZE, 16]);
-        assert_eq!(out[1].as_ptr(), large.as_ptr(), "copied");
+        // The prefix and the large node's head fill a frame; its next three
+        // frames go as one slice of it; its last 8 bytes start the last frame.
+        assert_eq!(lens(&out), [FRAME_SIZE, 3 * FRAME_SIZE, 24]);
+        assert_eq!(out[1].as_ptr(), large[FRAME_SIZE - 8..].as_ptr(), "copied");
+        let aligned = payloads(&[large.clone(), node(8, 2)]);
+        assert_eq!(lens(&aligned), [4 * FRAME_SIZE, 8]);
+        assert_eq!(aligned[0].as_ptr(), large.as_ptr(), "copied");
+    }
+
+    #[test]
+    fn prefixes_and_64_kib_fields_fill_whole_frames_copying_a_frame_of_each() {
+        let nodes: Vec<Bytes> = (0..16u8)
+            .flat_map(|i| [node(8, i), node(64 * 1024, i)])
+            .collect();
+        let out = payloads(&nodes);
+        let wire: usize = nodes.iter().map(Bytes::len).sum();
+        // As many frames as the bytes fill (h2 cuts a by-reference payload
+        // of whole frames into those frames).
+        let frames: usize = out.iter().map(|p| p.len().div_ceil(FRAME_SIZE)).sum();
+        assert_eq!(frames, wire.div_ceil(FRAME_SIZE), "{:?}", lens(&out));
+        assert!(out.iter().rev().skip(1).all(|p| p.len() % FRAME_SIZE == 0));
+        assert_eq!(out.concat(), nodes.concat());
+        let copied: usize = out
+            .iter()
+            .filter(|p| {
+                !nodes
+                    .iter()
+                    .any(|n| n.as_ptr() <= p.as_ptr() && p.as_ptr() < n[n.len()..].as_ptr())
+            })
+            .map(Bytes::len)
+            .sum();
+        assert!(copied <= 16 * FRAME_SIZE + 16 * 8, "copied {copied} bytes");
     }
 
     #[test]
@@ -162,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn every_byte_leaves_once_in_order_and_no_payload_passes_a_frame_unless_it_is_one_node() {
+    fn every_byte_leaves_once_in_order_in_whole_frames_but_the_last() {
         let sizes = [0usize, 1, 5, 4096, 9000, FRAME_SIZE - 1, FRAME_SIZE, 70_000];
         for a in sizes {
             for b in sizes {
@@ -170,11 +190,12 @@ mod tests {
                     let nodes = [node(a, 1), node(b, 2), node(c, 3)];
                     let out = payloads(&nodes);
                     assert_eq!(out.concat(), nodes.concat(), "{a} {b} {c}");
-                    for payload in &out {
-                        let passed_as_is = nodes.iter().any(|n| n.as_ptr() == payload.as_ptr());
-                        assert!(payload.len() <= FRAME_SIZE || passed_as_is, "{a} {b} {c}");
-                        assert!(!payload.is_empty());
+                    let wire = a + b + c;
+                    assert!(out.len() <= wire.div_ceil(FRAME_SIZE), "{a} {b} {c}");
+                    for payload in out.iter().rev().skip(1) {
+                        assert_eq!(payload.len() % FRAME_SIZE, 0, "{a} {b} {c}");
                     }
+                    assert!(out.iter().all(|p| !p.is_empty()));
                 }
             }
         }
