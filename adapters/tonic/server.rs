@@ -403,12 +403,10 @@ impl<C: FramingCodec> Grpc<C> {
     }
 }
 
-/// A single response message as a stream.
 /// A streaming request as a handler takes it.
 type StreamingRequest<M> = tonic::Request<Streaming<M>>;
 
-/// A timer for the call's `grpc-timeout`, counted from now. The sleep is
-/// made on its first poll, inside the runtime that serves the call.
+/// A single response message as a stream.
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {
     tonic::codegen::tokio_stream::once(Ok(message))
 }

@@ -37,8 +37,6 @@ where
     (http::Request::from_parts(parts, body), Guard { timer, pump })
 }
 
-/// A timer for the call's `grpc-timeout`, counted from now. The sleep is
-/// made on its first poll, inside the runtime that serves the call.
 /// A body error as volo-grpc carries it: this crate's status (a deadline)
 /// converted, anything else as volo-grpc converts errors.
 pub(super) fn volo_status(error: BoxError) -> volo_grpc::Status {

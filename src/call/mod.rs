@@ -13,7 +13,9 @@
 mod deadline;
 mod read_ahead;
 
-pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, Timer, deadline_timer};
+pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_timer};
+#[cfg(feature = "volo")]
+pub(crate) use deadline::Timer;
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
