@@ -232,17 +232,65 @@ pub struct Request {
 }
 
 /// A stream's identity towards a [`ReceiveBudget`]: its place in the wait
-/// queue and whether it holds the overdraft. Starts empty; only the budget
-/// changes it.
+/// queue, whether it holds the overdraft, and what the budget keeps free for
+/// the rest of its message. Starts empty; a policy changes it only through
+/// these methods, none of which can take more than the slot holds.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct WaitSlot {
+    queued: Option<u64>,
+    overdraft: bool,
+    reserved: usize,
+}
+
+impl WaitSlot {
     /// The waiter's id while it is queued (or granted, not yet collected).
-    pub queued: Option<u64>,
+    pub fn queued(&self) -> Option<u64> {
+        self.queued
+    }
+
+    /// Records the slot's place in the queue (`None`: not queued).
+    pub fn set_queued(&mut self, id: Option<u64>) {
+        self.queued = id;
+    }
+
     /// Whether the stream holds the overdraft (see the progress rule).
-    pub overdraft: bool,
+    pub fn holds_overdraft(&self) -> bool {
+        self.overdraft
+    }
+
+    /// Gives the stream the overdraft.
+    pub fn grant_overdraft(&mut self) {
+        self.overdraft = true;
+    }
+
+    /// Takes the overdraft back: whether the stream held it.
+    pub fn take_overdraft(&mut self) -> bool {
+        std::mem::take(&mut self.overdraft)
+    }
+
     /// What the budget keeps free for the rest of the message the stream
     /// assembles: granted without waiting as the message grows.
-    pub reserved: usize,
+    pub fn reserved(&self) -> usize {
+        self.reserved
+    }
+
+    /// Keeps `bytes` more free for the stream's message.
+    pub fn reserve(&mut self, bytes: usize) {
+        self.reserved = self.reserved.saturating_add(bytes);
+    }
+
+    /// Uses up to `bytes` of what is kept free: the amount used, at most
+    /// [`reserved`](Self::reserved).
+    pub fn use_reserved(&mut self, bytes: usize) -> usize {
+        let used = bytes.min(self.reserved);
+        self.reserved -= used;
+        used
+    }
+
+    /// Everything kept free, now no longer kept.
+    pub fn take_reserved(&mut self) -> usize {
+        std::mem::take(&mut self.reserved)
+    }
 }
 
 /// A snapshot of a budget.

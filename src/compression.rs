@@ -29,6 +29,7 @@
 
 mod compress;
 mod decompress;
+mod error;
 #[cfg(feature = "gzip")]
 mod gzip;
 #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
@@ -43,8 +44,8 @@ use bytes::{Buf, BufMut, BytesMut};
 use http::HeaderValue;
 
 pub use compress::Compressor;
+pub(crate) use decompress::Bounded;
 pub use decompress::Decompressor;
-pub(crate) use decompress::Inflated;
 
 use crate::status::{Code, Status};
 

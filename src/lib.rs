@@ -26,6 +26,12 @@
 #![warn(missing_docs)]
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
+mod binary_metadata;
+
+/// What `http_body::Body::poll_frame` returns for the crate's bodies of
+/// `Bytes`.
+pub(crate) type PolledFrame<E> = std::task::Poll<Option<Result<http_body::Frame<bytes::Bytes>, E>>>;
+
 pub mod budget;
 #[cfg(any(feature = "tonic", feature = "volo"))]
 pub(crate) mod call;

@@ -60,45 +60,6 @@ const RESERVED_HEADERS: &[&str] = &[
 /// itself. `percent_encode` always encodes non-ASCII bytes.
 const MESSAGE_ENCODE_SET: &AsciiSet = &CONTROLS.add(b'%');
 
-/// Base64 that reads padded and unpadded input alike; peers differ.
-const BASE64_LENIENT: base64::engine::GeneralPurpose = base64::engine::GeneralPurpose::new(
-    &base64::alphabet::STANDARD,
-    base64::engine::GeneralPurposeConfig::new()
-        .with_encode_padding(false)
-        .with_decode_padding_mode(base64::engine::DecodePaddingMode::Indifferent),
-);
-
-/// The name of the first binary (`-bin`) entry of `headers` whose value is
-/// not base64: such a request or response is refused with `internal`, as
-/// grpc-go refuses it ([`malformed_binary_message`]).
-#[cfg_attr(not(any(feature = "volo", feature = "tonic")), allow(dead_code))]
-pub(crate) fn first_malformed_binary(headers: &HeaderMap) -> Option<&http::HeaderName> {
-    headers
-        .iter()
-        .find(|(name, value)| {
-            name.as_str().ends_with("-bin") && decode_binary_header(value.as_bytes()).is_err()
-        })
-        .map(|(name, _)| name)
-}
-
-/// The message of a refused binary entry (grpc-go's wording).
-#[cfg_attr(not(any(feature = "volo", feature = "tonic")), allow(dead_code))]
-pub(crate) fn malformed_binary_message(name: &http::HeaderName) -> String {
-    format!("malformed binary metadata in header {name:?}: not base64")
-}
-
-/// Decodes a binary (`-bin`) metadata value: base64, padded or not, and
-/// several values joined by `,` as some peers send them.
-#[cfg_attr(not(any(feature = "volo", feature = "tonic")), allow(dead_code))]
-pub(crate) fn decode_binary_header(value: &[u8]) -> Result<Vec<u8>, base64::DecodeError> {
-    let mut decoded = Vec::with_capacity(value.len() / 4 * 3 + 3);
-    for part in value.split(|&b| b == b',') {
-        let part = part.trim_ascii();
-        BASE64_LENIENT.decode_vec(part, &mut decoded)?;
-    }
-    Ok(decoded)
-}
-
 /// The gRPC status codes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 #[repr(u8)]
@@ -424,7 +385,7 @@ impl Status {
         };
         let mut status = Status::new(code, message);
         if let Some(details) = headers.get(&DETAILS_NAME) {
-            match BASE64_LENIENT.decode(details.as_bytes()) {
+            match crate::binary_metadata::BASE64_LENIENT.decode(details.as_bytes()) {
                 Ok(decoded) => status = status.with_details(decoded),
                 Err(error) => {
                     return Some(Status::new(
@@ -447,7 +408,7 @@ impl Status {
         }
         if let Some(extra) = &self.extra {
             if !extra.details.is_empty() {
-                let encoded = BASE64_LENIENT.encode(&extra.details);
+                let encoded = crate::binary_metadata::BASE64_LENIENT.encode(&extra.details);
                 // Base64 output is always a valid header value.
                 if let Ok(value) = HeaderValue::from_str(&encoded) {
                     headers.insert(DETAILS_NAME, value);

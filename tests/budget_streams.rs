@@ -719,9 +719,9 @@ async fn uploads_that_keep_messages(
 /// the budget documents: capacity + one message (compressed bytes and
 /// output room, each at most the receive limit) + the ungated slabs, with
 /// every encoding and without one. With decompressed output charged but
-/// not gated (as before issue 21, or with the grant in `inflate_step`
-/// skipped) the runs peaked at 9.5 (gzip), 11.0 (deflate) and 16.25 (zstd)
-/// MiB against this 5 MiB bound.
+/// not gated (the grant in `GatedDecompression::poll` skipped) the runs
+/// peak at 9.5 (gzip), 11.0 (deflate) and 16.25 (zstd) MiB against this
+/// 5 MiB bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_uploads_that_keep_messages_stay_within_the_bound() {
     // Per stream: its current slab and one a small message may pin.

@@ -23,16 +23,16 @@ use super::compression::{accept_and_limits, encoding_from_tonic};
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
 use super::recv::Streaming;
-use super::send::Infallible;
+use super::send::OkItems;
 use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
 use crate::call::{ClientDeadline, deadline_timer};
-use crate::encode::{EncodeBody, EncodeConfig, EncodeStream};
+use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 use crate::status::Code;
-use crate::status::{first_malformed_binary, malformed_binary_message};
+use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 
 /// Request headers that belong to the framing, never to the caller's
 /// metadata (the ones tonic drops too).
@@ -253,10 +253,11 @@ where
     {
         let (metadata, extensions, messages) = request.into_parts();
         let config = EncodeConfig::default()
+            .with_batch_threshold(default_batch_threshold())
             .with_compression(self.send.map(Compression::new))
             .with_limits(self.limits);
         let body = EncodeBody::client(EncodeStream::new(
-            Infallible::new(messages),
+            OkItems::new(messages),
             ProstMessageEncoder::<M1>::default(),
             config,
         ));

@@ -64,6 +64,6 @@ with_feature! {"tonic",
     pub use encode::ProstMessageEncoder;
     pub use framing_codec::FramingCodec;
     pub use recv::Streaming;
-    pub use server::{default_batch_threshold, set_default_batch_threshold};
+    pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use tonic::codec::BufferSettings;
 }

@@ -40,20 +40,21 @@ where
 }
 
 pin_project! {
-    /// A client's request stream, which cannot fail, as encoder input.
-    pub(crate) struct Infallible<S> {
+    /// A stream of plain items as encoder input: each item wrapped in `Ok`
+    /// (a client's request stream cannot fail).
+    pub(crate) struct OkItems<S> {
         #[pin]
         inner: S,
     }
 }
 
-impl<S> Infallible<S> {
+impl<S> OkItems<S> {
     pub(crate) fn new(inner: S) -> Self {
-        Infallible { inner }
+        OkItems { inner }
     }
 }
 
-impl<S: Stream> Stream for Infallible<S> {
+impl<S: Stream> Stream for OkItems<S> {
     type Item = Result<S::Item, Status>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {

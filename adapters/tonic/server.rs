@@ -9,7 +9,6 @@
 
 use std::future::Future;
 use std::marker::PhantomData;
-use std::sync::atomic::{AtomicUsize, Ordering};
 
 use futures_core::Stream;
 use http::header::CONTENT_TYPE;
@@ -39,36 +38,10 @@ use crate::call::{
     Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, deadline_timer, read_ahead,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
-use crate::encode::{DEFAULT_BATCH_THRESHOLD, EncodeBody, EncodeConfig, EncodeStream};
+use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
-use crate::status::{first_malformed_binary, malformed_binary_message};
+use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 
-static BATCH_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_BATCH_THRESHOLD);
-
-/// Sets the soft batch threshold of every response that a [`Grpc`] created
-/// from now on writes (default 32 KiB,
-/// [`DEFAULT_BATCH_THRESHOLD`]).
-///
-/// Generated servers build their `Grpc` themselves for every call, so this
-/// process-wide default is how a service configures it. Ready messages are
-/// gathered into one batch until it holds at least this many bytes; 0 sends
-/// every message as a batch of its own.
-///
-/// ```
-/// use grpc_stream_codec::tonic::{default_batch_threshold, set_default_batch_threshold};
-///
-/// set_default_batch_threshold(0);
-/// assert_eq!(default_batch_threshold(), 0);
-/// # set_default_batch_threshold(grpc_stream_codec::encode::DEFAULT_BATCH_THRESHOLD);
-/// ```
-pub fn set_default_batch_threshold(threshold: usize) {
-    BATCH_THRESHOLD.store(threshold, Ordering::Relaxed);
-}
-
-/// The batch threshold new [`Grpc`]s get; see [`set_default_batch_threshold`].
-pub fn default_batch_threshold() -> usize {
-    BATCH_THRESHOLD.load(Ordering::Relaxed)
-}
 
 /// A client-streaming method, as generated code implements it: in place of
 /// `tonic::server::ClientStreamingService`, with this crate's

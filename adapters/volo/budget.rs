@@ -65,7 +65,7 @@ pub fn set_default_budget(budget: Option<Budget>) {
 
 /// The process-wide budget, see [`set_default_budget`].
 pub fn default_budget() -> Option<Budget> {
-    // Without a default, a stream pays one relaxed load, never the lock.
+    // Without a default, a stream pays one atomic load, never the lock.
     if !DEFAULT_SET.load(Ordering::Acquire) {
         return None;
     }

@@ -9,7 +9,7 @@
 
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::Context;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -38,6 +38,7 @@ use super::client_connect::Connector;
 use super::metadata;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
+use crate::PolledFrame;
 
 /// What volo-grpc's transport is built from, recorded as the builder's
 /// methods are called (volo-grpc keeps its copy private).
@@ -178,7 +179,7 @@ impl http_body::Body for EndAwareBody {
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, volo_grpc::Status>>> {
+    ) -> PolledFrame<volo_grpc::Status> {
         self.project().inner.poll_frame(cx)
     }
 

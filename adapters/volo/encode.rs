@@ -14,7 +14,8 @@ use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 
 use super::client_compression::scoped_send;
 use super::compression::compression_from_volo;
-use super::limits::{default_batch_threshold, limits_for_new_stream};
+use super::limits::limits_for_new_stream;
+use crate::encode::default_batch_threshold;
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
 use crate::status::Status;
 

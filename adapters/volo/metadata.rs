@@ -21,7 +21,8 @@ use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
 use super::scoped;
-use crate::status::{Code, decode_binary_header, first_malformed_binary, malformed_binary_message};
+use crate::binary_metadata::{decode_binary_header, first_malformed_binary, malformed_binary_message};
+use crate::status::Code;
 
 /// A request's binary metadata, in the request's extensions after
 /// [`BinaryMetadataLayer`] took it out of the headers. Every value is valid

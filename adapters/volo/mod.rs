@@ -67,10 +67,8 @@ with_feature! {"volo",
     pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
     pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
     pub use encode::{PilotaEncoder, encode, encode_with_config};
-    pub use limits::{
-        LimitsLayer, LimitsService, default_batch_threshold, default_limits,
-        set_default_batch_threshold, set_default_limits,
-    };
+    pub use limits::{LimitsLayer, LimitsService, default_limits, set_default_limits};
+    pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
     pub use recv::{PilotaDecoder, RecvStream};
     pub use server::{DeflateName, DeflateNameLayer, rename_request_headers, rename_response_headers};

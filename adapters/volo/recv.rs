@@ -8,7 +8,7 @@ use std::task::{Context, Poll};
 use bytes::Bytes;
 use futures_core::Stream;
 use http::HeaderMap;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, SizeHint};
 use pilota::pb::Message;
 use volo_grpc::body::BoxBody;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
@@ -27,6 +27,7 @@ use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
 use crate::status::{Code, Status};
+use crate::PolledFrame;
 
 /// Decodes pilota protobuf messages. Bytes fields of the message share its
 /// buffer, which holds that message alone.
@@ -313,7 +314,7 @@ impl Body for VoloBody {
     fn poll_frame(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    ) -> PolledFrame<Status> {
         Pin::new(&mut self.inner)
             .poll_frame(cx)
             .map_err(Status::from)

@@ -14,9 +14,10 @@ use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
-use http_body::{Body, Frame, SizeHint};
+use http_body::{Body, SizeHint};
 
 use crate::status::Status;
+use crate::PolledFrame;
 
 /// The error of a response body that ended without trailers outside a
 /// [`ClientCompressionLayer`](super::ClientCompressionLayer) call.
@@ -57,7 +58,7 @@ where
     fn poll_frame(
         self: Pin<&mut Self>,
         cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    ) -> PolledFrame<Status> {
         let this = self.project();
         if *this.ended {
             return Poll::Ready(None);

@@ -282,7 +282,7 @@ impl Inner {
     /// all of it is admitted and no waiter it must not overtake is queued.
     fn may_take_now(&self, state: &State, slot: &WaitSlot, request: Request) -> bool {
         match request.starting {
-            None => request.bytes <= slot.reserved || self.fits(state, request.bytes),
+            None => request.bytes <= slot.reserved() || self.fits(state, request.bytes),
             Some(rest) => Self::waiting(state) == 0 && self.admits(state, rest.max(request.bytes)),
         }
     }
@@ -294,13 +294,12 @@ impl Inner {
         self.add(state, request.bytes);
         match request.starting {
             None => {
-                let promised = request.bytes.min(slot.reserved);
-                slot.reserved -= promised;
-                state.reserved -= promised;
+                let promised = slot.use_reserved(request.bytes);
+                state.reserved = state.reserved.saturating_sub(promised);
             }
             Some(rest) => {
                 let promise = rest.saturating_sub(request.bytes);
-                slot.reserved += promise;
+                slot.reserve(promise);
                 state.reserved += promise;
             }
         }
@@ -416,13 +415,14 @@ impl Inner {
         reserve: usize,
         starts: bool,
     ) {
-        slot.queued = None;
-        slot.overdraft |= overdraft;
+        slot.set_queued(None);
+        if overdraft {
+            slot.grant_overdraft();
+        }
         if starts {
-            slot.reserved += reserve;
+            slot.reserve(reserve);
         } else {
-            let promised = bytes.min(slot.reserved);
-            slot.reserved -= promised;
+            let promised = slot.use_reserved(bytes);
             state.reserved = state.reserved.saturating_sub(promised);
         }
     }
@@ -500,6 +500,71 @@ impl Inner {
     }
 }
 
+impl Inner {
+    /// A queued slot's wait: its outcome once resolved (the waker renewed
+    /// while it is still queued), `None` when this budget does not know it.
+    fn poll_queued(
+        &self,
+        state: &mut State,
+        slot: &mut WaitSlot,
+        id: u64,
+        bytes: usize,
+        cx: &mut Context<'_>,
+    ) -> Option<Poll<Result<(), Status>>> {
+        match state.resolved.remove(&id) {
+            Some(Resolution::Granted {
+                bytes,
+                overdraft,
+                reserve,
+                starts,
+            }) => {
+                Self::collect(state, slot, bytes, overdraft, reserve, starts);
+                return Some(Poll::Ready(Ok(())));
+            }
+            Some(Resolution::TimedOut) => {
+                slot.set_queued(None);
+                return Some(Poll::Ready(Err(self.exhausted(bytes, state.in_use))));
+            }
+            None => {}
+        }
+        let State {
+            under_way,
+            starting,
+            ..
+        } = state;
+        let waiter = under_way
+            .iter_mut()
+            .chain(starting.iter_mut())
+            .find(|waiter| waiter.id == id)?;
+        waiter.waker.clone_from(cx.waker());
+        Some(Poll::Pending)
+    }
+
+    /// Queues a request that cannot be granted now; returns its id.
+    fn enqueue(&self, state: &mut State, request: Request, cx: &mut Context<'_>) -> u64 {
+        let id = state.next_id;
+        state.next_id += 1;
+        state.waits += 1;
+        let now = Instant::now();
+        let waiter = Waiter {
+            id,
+            bytes: request.bytes,
+            fit: request
+                .starting
+                .map_or(request.bytes, |rest| rest.max(request.bytes)),
+            starts: request.starting.is_some(),
+            waker: cx.waker().clone(),
+            overdraft_at: now + self.overdraft_after,
+            deadline: now + self.max_wait,
+        };
+        match request.starting {
+            None => state.under_way.push_back(waiter),
+            Some(_) => state.starting.push_back(waiter),
+        }
+        id
+    }
+}
+
 impl ReceiveBudget for Inner {
     fn capacity(&self) -> usize {
         self.capacity
@@ -507,7 +572,7 @@ impl ReceiveBudget for Inner {
 
     fn try_acquire(&self, slot: &mut WaitSlot, request: Request) -> bool {
         let mut state = self.lock();
-        if slot.overdraft || self.may_take_now(&state, slot, request) {
+        if slot.holds_overdraft() || self.may_take_now(&state, slot, request) {
             self.take_now(&mut state, slot, request);
             return true;
         }
@@ -525,81 +590,40 @@ impl ReceiveBudget for Inner {
         request: Request,
         cx: &mut Context<'_>,
     ) -> Poll<Result<(), Status>> {
-        let bytes = request.bytes;
         let mut state = self.lock();
-        if let Some(id) = slot.queued {
-            match state.resolved.remove(&id) {
-                Some(Resolution::Granted {
-                    bytes,
-                    overdraft,
-                    reserve,
-                    starts,
-                }) => {
-                    Self::collect(&mut state, slot, bytes, overdraft, reserve, starts);
-                    return Poll::Ready(Ok(()));
-                }
-                Some(Resolution::TimedOut) => {
-                    slot.queued = None;
-                    return Poll::Ready(Err(self.exhausted(bytes, state.in_use)));
-                }
-                None => {}
-            }
-            let State {
-                under_way,
-                starting,
-                ..
-            } = &mut *state;
-            if let Some(waiter) = under_way
-                .iter_mut()
-                .chain(starting.iter_mut())
-                .find(|w| w.id == id)
-            {
-                waiter.waker.clone_from(cx.waker());
-                return Poll::Pending;
+        if let Some(id) = slot.queued() {
+            if let Some(outcome) = self.poll_queued(&mut state, slot, id, request.bytes, cx) {
+                return outcome;
             }
             // Not queued and not resolved: a slot from another budget.
-            slot.queued = None;
+            slot.set_queued(None);
         }
-        if slot.overdraft || self.may_take_now(&state, slot, request) {
+        if slot.holds_overdraft() || self.may_take_now(&state, slot, request) {
             self.take_now(&mut state, slot, request);
             return Poll::Ready(Ok(()));
         }
-        let id = state.next_id;
-        state.next_id += 1;
-        state.waits += 1;
-        let now = Instant::now();
-        let queue = match request.starting {
-            None => &mut state.under_way,
-            Some(_) => &mut state.starting,
-        };
-        queue.push_back(Waiter {
-            id,
-            bytes,
-            fit: request.starting.map_or(bytes, |rest| rest.max(bytes)),
-            starts: request.starting.is_some(),
-            waker: cx.waker().clone(),
-            overdraft_at: now + self.overdraft_after,
-            deadline: now + self.max_wait,
-        });
-        slot.queued = Some(id);
+        let id = self.enqueue(&mut state, request, cx);
+        slot.set_queued(Some(id));
         // With a zero overdraft delay it may be served at once.
         let woken = self.serve(&mut state);
+        let granted = state.resolved.remove(&id);
         if let Some(Resolution::Granted {
             bytes,
             overdraft,
             reserve,
             starts,
-        }) = state.resolved.remove(&id)
+        }) = granted
         {
             Self::collect(&mut state, slot, bytes, overdraft, reserve, starts);
-            drop(state);
-            woken.into_iter().for_each(Waker::wake);
-            return Poll::Ready(Ok(()));
+        } else {
+            self.start_timer(&mut state);
         }
-        self.start_timer(&mut state);
         drop(state);
         woken.into_iter().for_each(Waker::wake);
-        Poll::Pending
+        match slot.queued() {
+            None => Poll::Ready(Ok(())),
+            Some(_) => Poll::Pending,
+        }
     }
 
     fn release(&self, bytes: usize) {
@@ -609,7 +633,7 @@ impl ReceiveBudget for Inner {
     }
 
     fn message_received(&self, slot: &mut WaitSlot) {
-        let promised = std::mem::take(&mut slot.reserved);
+        let promised = slot.take_reserved();
         if promised == 0 {
             return;
         }
@@ -619,7 +643,7 @@ impl ReceiveBudget for Inner {
     }
 
     fn message_done(&self, slot: &mut WaitSlot) {
-        if !std::mem::take(&mut slot.overdraft) {
+        if !slot.take_overdraft() {
             return;
         }
         let mut state = self.lock();
@@ -631,12 +655,13 @@ impl ReceiveBudget for Inner {
     }
 
     fn cancel(&self, slot: &mut WaitSlot) {
-        let queued = slot.queued.take();
-        if queued.is_none() && !slot.overdraft && slot.reserved == 0 {
+        let queued = slot.queued();
+        slot.set_queued(None);
+        if queued.is_none() && !slot.holds_overdraft() && slot.reserved() == 0 {
             return;
         }
         let mut state = self.lock();
-        let promised = std::mem::take(&mut slot.reserved);
+        let promised = slot.take_reserved();
         state.reserved = state.reserved.saturating_sub(promised);
         if let Some(id) = queued {
             state.under_way.retain(|w| w.id != id);
@@ -650,12 +675,14 @@ impl ReceiveBudget for Inner {
                 }) => {
                     state.in_use = state.in_use.saturating_sub(bytes);
                     state.reserved = state.reserved.saturating_sub(reserve);
-                    slot.overdraft |= overdraft;
+                    if overdraft {
+                        slot.grant_overdraft();
+                    }
                 }
                 Some(Resolution::TimedOut) | None => {}
             }
         }
-        if std::mem::take(&mut slot.overdraft) {
+        if slot.take_overdraft() {
             state.overdraft = None;
             self.timer.notify_one();
         }

@@ -88,7 +88,7 @@ impl StreamBudget {
     pub(crate) fn message_share(&mut self) -> Share {
         self.message_received();
         let held = std::mem::take(&mut self.held);
-        if std::mem::take(&mut self.slot.overdraft) {
+        if self.slot.take_overdraft() {
             // The overdraft stays taken until this message is freed.
             return Share::overdrawn(self.budget.clone(), held);
         }
@@ -122,13 +122,13 @@ impl StreamBudget {
     }
 
     fn message_received(&mut self) {
-        if self.slot.reserved > 0 {
+        if self.slot.reserved() > 0 {
             self.budget.policy().message_received(&mut self.slot);
         }
     }
 
     fn message_done(&mut self) {
-        if self.slot.overdraft {
+        if self.slot.holds_overdraft() {
             self.budget.policy().message_done(&mut self.slot);
         }
     }
@@ -140,7 +140,7 @@ impl Drop for StreamBudget {
         if unused > 0 {
             self.budget.policy().release(unused);
         }
-        if self.slot.queued.is_some() || self.slot.overdraft || self.slot.reserved > 0 {
+        if self.slot.queued().is_some() || self.slot.holds_overdraft() || self.slot.reserved() > 0 {
             self.budget.policy().cancel(&mut self.slot);
         }
     }

@@ -17,6 +17,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
 use super::read_ahead::{BoxError, Pump};
+use crate::PolledFrame;
 use crate::status::{Code, Status};
 
 /// The header a caller's deadline travels in.
@@ -100,10 +101,7 @@ where
     type Data = Bytes;
     type Error = B::Error;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<B::Error> {
         let this = self.get_mut();
         if let Some(pump) = &this.pump {
             pump.pump(cx);
@@ -187,10 +185,7 @@ where
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<BoxError> {
         let this = self.get_mut();
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);

@@ -28,6 +28,7 @@ use bytes::{Bytes, BytesMut};
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
+use crate::PolledFrame;
 use crate::budget::{Budget, Request, WaitSlot};
 use crate::status::Status;
 
@@ -295,7 +296,7 @@ where
     B::Error: Into<BoxError>,
 {
     /// Polls the transport body with a waker that wakes reader and pump.
-    fn poll_body(&self, body: &mut Pin<Box<B>>) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
+    fn poll_body(&self, body: &mut Pin<Box<B>>) -> PolledFrame<B::Error> {
         let waker = Waker::from(self.wakers.clone());
         body.as_mut().poll_frame(&mut Context::from_waker(&waker))
     }
@@ -372,10 +373,7 @@ where
     type Data = Bytes;
     type Error = BoxError;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, BoxError>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<BoxError> {
         let shared = &*self.shared;
         let mut state = lock(&shared.state);
         let state = &mut *state;

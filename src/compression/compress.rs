@@ -16,24 +16,18 @@
 //! volo-grpc make per message. A stream's first message goes the way the
 //! process's last one went.
 
-// With no compressing feature enabled only `identity` is left, and the
-// shared deflate/zstd helpers below go unused.
-#![cfg_attr(
-    not(any(feature = "gzip", feature = "deflate", feature = "zstd")),
-    allow(dead_code)
-)]
-
 #[cfg(any(feature = "gzip", feature = "deflate"))]
 use std::sync::atomic::Ordering;
 
 use bytes::{Buf, BytesMut};
 
+use super::error::CodecError;
 #[cfg(feature = "zstd")]
 use super::pool::KEEP_CONTEXT_MAX;
 #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
 use super::pool::Pool;
 use super::{Compression, CompressionEncoding, unsupported};
-use crate::status::{Code, Status};
+use crate::status::Status;
 
 /// Compresses the messages of one stream with pooled, reused contexts.
 ///
@@ -121,7 +115,7 @@ impl Compressor {
     /// the encoding and appends it to `out`. `Identity` copies.
     pub fn compress(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), Status> {
         let start = out.len();
-        let result: Result<(), String> = match self.compression.encoding {
+        let result: Result<(), CodecError> = match self.compression.encoding {
             CompressionEncoding::Identity => {
                 copy_into(input, out);
                 Ok(())
@@ -137,10 +131,7 @@ impl Compressor {
         };
         result.map_err(|error| {
             out.truncate(start);
-            Status::new(
-                Code::Internal,
-                format!("{} compression failed: {error}", self.compression.encoding),
-            )
+            error.into_status(self.compression.encoding, "compression")
         })
     }
 
@@ -153,7 +144,7 @@ impl Compressor {
         input: &mut impl Buf,
         out: &mut BytesMut,
         gzip: bool,
-    ) -> Result<(), String> {
+    ) -> Result<(), CodecError> {
         let level = self.compression.deflate_level();
         let len = input.remaining();
         let long_matches = self
@@ -167,8 +158,8 @@ impl Compressor {
         }
         let mut lease = DEFLATERS.take(level, || {
             let level = libdeflater::CompressionLvl::new(level)
-                .map_err(|_| format!("invalid deflate level {level}"))?;
-            Ok::<_, String>(Deflater {
+                .map_err(|_| CodecError::new(format!("invalid deflate level {level}")))?;
+            Ok::<_, CodecError>(Deflater {
                 compressor: libdeflater::Compressor::new(level),
                 joined: Vec::new(),
             })
@@ -205,7 +196,7 @@ impl Compressor {
         if joined.capacity() > KEEP_JOINED_MAX {
             *joined = Vec::new();
         }
-        result.map(drop).map_err(|error| error.to_string())
+        result.map(drop).map_err(CodecError::from_library)
     }
 
     /// Records how the message just compressed went, for the stream's next
@@ -219,22 +210,23 @@ impl Compressor {
     }
 
     #[cfg(feature = "zstd")]
-    fn zstd(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), String> {
+    fn zstd(&mut self, input: &mut impl Buf, out: &mut BytesMut) -> Result<(), CodecError> {
         use zstd::zstd_safe::zstd_sys::ZSTD_EndDirective as EndDirective;
         use zstd::zstd_safe::{CCtx, CParameter, InBuffer, OutBuffer, ResetDirective};
 
-        let zstd_error = |code| zstd::zstd_safe::get_error_name(code).to_string();
+        let zstd_error = CodecError::zstd;
         let level = self.compression.zstd_level();
         let len = input.remaining();
         let mut ctx = ZSTD_COMPRESSORS.take(level, || {
-            let mut ctx = CCtx::try_create().ok_or("cannot allocate a zstd context")?;
+            let mut ctx = CCtx::try_create()
+                .ok_or_else(|| CodecError::new("cannot allocate a zstd context"))?;
             ctx.set_parameter(CParameter::CompressionLevel(level))
                 .map_err(zstd_error)?;
             // With the size in the frame header, receivers know the
             // output size and zstd picks a window no larger than it.
             ctx.set_parameter(CParameter::ContentSizeFlag(true))
                 .map_err(zstd_error)?;
-            Ok::<_, String>(ctx)
+            Ok::<_, CodecError>(ctx)
         })?;
         let result = ctx
             .reset(ResetDirective::SessionOnly)
@@ -277,14 +269,19 @@ impl Compressor {
 /// gzip or zlib through a pooled zlib-rs state, reset for the message and
 /// fed `input` chunk by chunk (no joining).
 #[cfg(any(feature = "gzip", feature = "deflate"))]
-fn zlib_rs(level: i32, input: &mut impl Buf, out: &mut BytesMut, gzip: bool) -> Result<(), String> {
+fn zlib_rs(
+    level: i32,
+    input: &mut impl Buf,
+    out: &mut BytesMut,
+    gzip: bool,
+) -> Result<(), CodecError> {
     use flate2::{Compress, FlushCompress, Status};
 
     // Levels are 0..=9 here (`deflate_level`), so the format fits above them.
     let setting = level | i32::from(gzip) << 8;
     let mut lease = ZLIB_COMPRESSORS.take(setting, || {
         let level = flate2::Compression::new(level.unsigned_abs());
-        Ok::<_, String>(if gzip {
+        Ok::<_, CodecError>(if gzip {
             Compress::new_gzip(level, 15)
         } else {
             Compress::new(level, true)
@@ -304,7 +301,7 @@ fn zlib_rs(level: i32, input: &mut impl Buf, out: &mut BytesMut, gzip: bool) -> 
         let (before_in, before_out) = (state.total_in(), state.total_out());
         let status = state
             .compress(chunk, dst, flush)
-            .map_err(|error| error.to_string())?;
+            .map_err(CodecError::from_library)?;
         Ok(Step {
             consumed: (state.total_in() - before_in) as usize,
             written: (state.total_out() - before_out) as usize,
@@ -336,8 +333,8 @@ fn feed_chunks(
     out: &mut BytesMut,
     name: &str,
     room: impl Fn(usize) -> usize,
-    mut compress: impl FnMut(&[u8], bool, &mut [u8]) -> Result<Step, String>,
-) -> Result<(), String> {
+    mut compress: impl FnMut(&[u8], bool, &mut [u8]) -> Result<Step, CodecError>,
+) -> Result<(), CodecError> {
     loop {
         let chunk = input.chunk();
         let last = chunk.len() == input.remaining();
@@ -356,7 +353,7 @@ fn feed_chunks(
             return Ok(());
         }
         if step.consumed == 0 && step.written == 0 {
-            return Err(format!("{name} made no progress"));
+            return Err(CodecError::new(format!("{name} made no progress")));
         }
     }
 }
@@ -379,6 +376,7 @@ impl std::fmt::Debug for Compressor {
     }
 }
 
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
 /// Appends `room` zeroed bytes to `out`, lets `write` fill a prefix of them
 /// and report its length, and cuts `out` back to what was written.
 fn with_room<T>(

@@ -110,7 +110,7 @@ fn bounded_room_stops_for_more_without_writing_past_it() {
             let outcome = decompressor
                 .decompress_within(&wire, &mut out, limit, room)
                 .unwrap();
-            assert_eq!(outcome, Inflated::NeedsRoom, "{encoding} room {room}");
+            assert_eq!(outcome, Bounded::NeedsRoom, "{encoding} room {room}");
             assert!(out.is_empty(), "{encoding} room {room}");
             assert!(
                 out.capacity() <= room,
@@ -123,7 +123,7 @@ fn bounded_room_stops_for_more_without_writing_past_it() {
         let outcome = decompressor
             .decompress_within(&wire, &mut out, limit, input.len())
             .unwrap();
-        assert_eq!(outcome, Inflated::Done, "{encoding}");
+        assert_eq!(outcome, Bounded::Done, "{encoding}");
         assert_eq!(out, input, "{encoding}");
         assert!(out.capacity() <= input.len(), "{encoding}");
         // Room at the limit and a larger message: too large, as ever.

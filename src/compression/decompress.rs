@@ -9,13 +9,9 @@
 //! raw one is reset in place. A zstd context that grew with a large message
 //! or failed is dropped instead of pooled.
 
-// With no compressing feature enabled only `identity` is left, and the
-// shared deflate/zstd helpers below go unused.
-#![cfg_attr(
-    not(any(feature = "gzip", feature = "deflate", feature = "zstd")),
-    allow(dead_code)
-)]
-
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+use super::error::CodecError;
+use super::error::Failure;
 #[cfg(feature = "gzip")]
 use super::gzip::gzip_header_len;
 #[cfg(feature = "zstd")]
@@ -26,8 +22,9 @@ use super::pool::Pool;
 use super::zstd_window_log_max;
 use super::{CompressionEncoding, unsupported};
 use crate::envelope::too_large;
-use crate::status::{Code, Status};
+use crate::status::Status;
 
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
 /// First output reservation of a decompression whose size is not declared.
 pub(super) const MIN_OUTPUT: usize = 256;
 
@@ -40,15 +37,15 @@ pub(super) const MAX_DEFLATE_RATIO: usize = 1032;
 /// zstd's largest expansion: a 3-byte block header and one byte of an RLE
 /// block make 128 KiB. A declared size is believed up to this ratio, so a
 /// highly compressible message gets its exact allocation at once instead of
-/// growing by doubling (a 1 MiB zstd response cost over 10x stock tonic's
-/// time that way, in copies and page faults).
+/// growing by doubling, whose copies and page faults dominate large
+/// messages.
 #[cfg(feature = "zstd")]
 pub(super) const MAX_ZSTD_RATIO: usize = 32 * 1024;
 
 /// How a decompression with bounded room ended
 /// ([`Decompressor::decompress_within`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Inflated {
+pub(crate) enum Bounded {
     /// All of the input is decompressed.
     Done,
     /// The output needs more than the room given, and the limit allows
@@ -82,11 +79,6 @@ impl Decompressor {
         Self { encoding }
     }
 
-    /// The encoding this decompressor reads.
-    pub fn encoding(&self) -> CompressionEncoding {
-        self.encoding
-    }
-
     /// Decompresses all of `input`, one complete compressed stream, and
     /// appends the result to `out`, writing at most `limit` bytes.
     ///
@@ -98,15 +90,15 @@ impl Decompressor {
         limit: usize,
     ) -> Result<(), Status> {
         match self.decompress_within(input, out, limit, limit)? {
-            Inflated::Done => Ok(()),
+            Bounded::Done => Ok(()),
             // With all of the limit as room, more output is too large.
-            Inflated::NeedsRoom => Err(too_large(limit.saturating_add(1), limit)),
+            Bounded::NeedsRoom => Err(too_large(limit.saturating_add(1), limit)),
         }
     }
 
     /// [`decompress`](Self::decompress) with at most `room` (≤ `limit`)
     /// bytes of output allowed for now: output that would need more, while
-    /// the limit allows more, stops with [`Inflated::NeedsRoom`] and `out`
+    /// the limit allows more, stops with [`Bounded::NeedsRoom`] and `out`
     /// left as it was, so the caller can find more room (a receive budget's
     /// grant) and run again on the same input. Output past `limit` is
     /// `resource_exhausted` as in `decompress`. `out` never grows past
@@ -117,7 +109,7 @@ impl Decompressor {
         out: &mut Vec<u8>,
         limit: usize,
         room: usize,
-    ) -> Result<Inflated, Status> {
+    ) -> Result<Bounded, Status> {
         let start = out.len();
         let room = room.min(limit);
         let mut sink = Sink {
@@ -144,30 +136,20 @@ impl Decompressor {
             other => return Err(unsupported(other)),
         };
         let written = sink.written();
-        let result = match result {
-            Ok(()) => return Ok(Inflated::Done),
-            Err(Failure::NeedsRoom) => {
-                out.truncate(start);
-                return Ok(Inflated::NeedsRoom);
-            }
-            Err(failure) => Err(failure),
+        let Err(failure) = result else {
+            return Ok(Bounded::Done);
         };
-        result.map_err(|failure| {
-            out.truncate(start);
-            match failure {
-                // Report a size past the limit, not what was written.
-                Failure::TooLarge | Failure::NeedsRoom => too_large(written.saturating_add(1).max(limit + 1), limit),
-                Failure::Corrupt(why) => Status::new(
-                    Code::Internal,
-                    format!("{} decompression failed: {why}", self.encoding),
-                ),
-                Failure::Trailing(left) => Status::new(
-                    Code::Internal,
-                    format!(
-                        "{} decompression failed: {left} bytes after the end of the compressed data",
-                        self.encoding
-                    ),
-                ),
+        out.truncate(start);
+        Err(match failure {
+            Failure::OutOfRoom => return Ok(Bounded::NeedsRoom),
+            // Report a size past the limit, not what was written.
+            Failure::TooLarge => too_large(written.saturating_add(1).max(limit + 1), limit),
+            #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+            Failure::Corrupt(error) => error.into_status(self.encoding, "decompression"),
+            #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+            Failure::Trailing(left) => {
+                CodecError::new(format!("{left} bytes after the end of the compressed data"))
+                    .into_status(self.encoding, "decompression")
             }
         })
     }
@@ -214,7 +196,7 @@ impl Decompressor {
             .filter(|s| s.len() == 4)
         {
             let declared = u32::from_le_bytes([size[0], size[1], size[2], size[3]]) as usize;
-            sink.expect(declared, body.len(), MAX_DEFLATE_RATIO);
+            sink.reserve_declared(declared, body.len(), MAX_DEFLATE_RATIO);
         }
         let rest = self.inflate(body, sink, false)?;
         let trailer = rest
@@ -263,7 +245,7 @@ impl Decompressor {
     fn unzstd(&mut self, input: &[u8], sink: &mut Sink<'_>) -> Result<(), Failure> {
         use zstd::zstd_safe::{DCtx, DParameter, ResetDirective};
 
-        let zstd_error = |code| Failure::Corrupt(zstd::zstd_safe::get_error_name(code).into());
+        let zstd_error = |code| Failure::Corrupt(CodecError::zstd(code));
         let window_log_max = zstd_window_log_max(sink.limit);
         let mut ctx = ZSTD_DECOMPRESSORS.take(window_log_max as i32, || {
             let mut ctx = DCtx::try_create()
@@ -319,9 +301,9 @@ fn judge_declared_size(input: &[u8], sink: &mut Sink<'_>) -> Result<bool, Failur
         return Err(Failure::TooLarge);
     }
     if declared > sink.room_left() {
-        return Err(Failure::NeedsRoom);
+        return Err(Failure::OutOfRoom);
     }
-    sink.expect(declared, input.len(), MAX_ZSTD_RATIO);
+    sink.reserve_declared(declared, input.len(), MAX_ZSTD_RATIO);
     Ok(true)
 }
 
@@ -330,7 +312,7 @@ fn judge_declared_size(input: &[u8], sink: &mut Sink<'_>) -> Result<bool, Failur
 #[cfg(feature = "zstd")]
 fn past_declared_size(failure: Failure) -> Failure {
     match failure {
-        Failure::TooLarge | Failure::NeedsRoom => {
+        Failure::TooLarge | Failure::OutOfRoom => {
             Failure::corrupt("zstd frame holds more than its declared content size")
         }
         other => other,
@@ -346,7 +328,7 @@ fn unzstd_frame(
 ) -> Result<(), Failure> {
     use zstd::zstd_safe::{InBuffer, OutBuffer};
 
-    let zstd_error = |code| Failure::Corrupt(zstd::zstd_safe::get_error_name(code).into());
+    let zstd_error = |code| Failure::Corrupt(CodecError::zstd(code));
     let mut source = InBuffer::around(input);
     loop {
         let before_in = source.pos();
@@ -404,7 +386,7 @@ fn inflate_with<'a>(
             }
             status
         }
-        .map_err(|error| Failure::Corrupt(error.to_string()))?;
+        .map_err(|error| Failure::Corrupt(CodecError::from_library(error)))?;
         sink.check()?;
         let consumed = (state.total_in() - before_in) as usize;
         let produced = state.total_out() - before_out;
@@ -424,20 +406,6 @@ impl std::fmt::Debug for Decompressor {
         f.debug_struct("Decompressor")
             .field("encoding", &self.encoding)
             .finish_non_exhaustive()
-    }
-}
-
-pub(super) enum Failure {
-    TooLarge,
-    /// More output than the room allowed, which is below the limit.
-    NeedsRoom,
-    Corrupt(String),
-    Trailing(usize),
-}
-
-impl Failure {
-    pub(super) fn corrupt(why: &str) -> Self {
-        Failure::Corrupt(why.to_string())
     }
 }
 
@@ -477,14 +445,14 @@ impl Sink<'_> {
         if self.room >= self.limit {
             Failure::TooLarge
         } else {
-            Failure::NeedsRoom
+            Failure::OutOfRoom
         }
     }
 
     /// Reserves for a declared output size, as far as `input_len` bytes of
     /// compressed data can expand to (`max_ratio`) and the limit allows.
     #[cfg(any(feature = "gzip", feature = "zstd"))]
-    fn expect(&mut self, declared: usize, input_len: usize, max_ratio: usize) {
+    fn reserve_declared(&mut self, declared: usize, input_len: usize, max_ratio: usize) {
         let believable = input_len
             .saturating_mul(max_ratio)
             .saturating_add(MIN_OUTPUT);
@@ -494,6 +462,7 @@ impl Sink<'_> {
         }
     }
 
+    #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
     /// Makes spare capacity for more output, within the limit; `false` when
     /// the limit is reached. A caller's vector may already have spare
     /// capacity past the limit; the decoders may write into it, and
@@ -511,6 +480,7 @@ impl Sink<'_> {
         true
     }
 
+    #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
     fn check(&self) -> Result<(), Failure> {
         if self.written() > self.room {
             return Err(self.over());

@@ -1,7 +1,7 @@
 //! The gzip member header (RFC 1952 2.3), which this crate parses itself:
 //! the deflate data between it and the trailer goes to a raw inflate state.
 
-use super::decompress::Failure;
+use super::error::Failure;
 
 /// Length of the gzip member header at the start of `input` (RFC 1952 2.3),
 /// with its optional fields and, if present, its CRC-16 checked.

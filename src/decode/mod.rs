@@ -8,10 +8,12 @@
 
 mod assembler;
 mod buffers;
+mod decompression;
+mod sink;
+mod state;
 mod streaming;
 mod trailers;
 
 pub use assembler::{Decoded, EnvelopeAssembler};
 pub use buffers::{MessageBuffers, MessageBuilder, SLAB_SIZE, SMALL_MESSAGE_MAX};
 pub use streaming::{BytesDecoder, MessageDecoder, Streaming};
-pub use trailers::MAX_TRAILERS_SIZE;

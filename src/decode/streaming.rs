@@ -154,20 +154,23 @@ impl<D: MessageDecoder> Streaming<D> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
+        let (encoding, refused) = match encoding {
+            Ok(encoding) => (encoding, None),
+            Err(status) => (None, Some(status)),
+        };
         let mut stream = Streaming {
             decoder,
             body: Some(Box::pin(
                 body.map_err(|error| status_from_body_error(error.into())),
             )),
-            assembler: EnvelopeAssembler::new(Limits::default(), None),
+            assembler: EnvelopeAssembler::new(Limits::default(), encoding),
             role,
             trailers: None,
             outcome: None,
             reported: false,
         };
-        match encoding {
-            Ok(encoding) => stream.assembler = EnvelopeAssembler::new(Limits::default(), encoding),
-            Err(status) => stream.finish_with(Err(status)),
+        if let Some(status) = refused {
+            stream.finish_with(Err(status));
         }
         stream
     }

@@ -4,8 +4,6 @@ use http::header::{HeaderMap, HeaderName, HeaderValue};
 
 use crate::status::Status;
 
-pub use crate::envelope::MAX_TRAILERS_SIZE;
-
 /// Parses a gRPC-Web trailers block.
 ///
 /// Lines end in `\r\n` (a bare `\n` is tolerated); empty lines are skipped.

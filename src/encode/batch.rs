@@ -3,9 +3,6 @@
 use std::{slice, vec};
 
 use bytes::Bytes;
-use http_body::Frame;
-
-use super::frames::DataFrames;
 
 /// Framed gRPC messages, held as the byte nodes they were encoded into.
 ///
@@ -77,15 +74,6 @@ impl EncodedBatch {
             Nodes::One(node) => IntoNodesInner::One(Some(node)),
             Nodes::Many(nodes) => IntoNodesInner::Many(nodes.into_iter()),
         })
-    }
-
-    /// Consumes the batch, yielding its bytes as HTTP body data frames:
-    /// nodes smaller than a frame copied together into frames of up to
-    /// [`FRAME_SIZE`](super::FRAME_SIZE), a node that fills a frame by
-    /// itself by reference (each frame costs the HTTP/2 stack a send,
-    /// whatever its size).
-    pub fn into_frames(self) -> impl Iterator<Item = Frame<Bytes>> {
-        DataFrames::new(self).map(Frame::data)
     }
 
     /// Copies the batch into one contiguous buffer; meant for tests and

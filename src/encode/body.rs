@@ -12,6 +12,7 @@ use pin_project_lite::pin_project;
 use super::encoder::MessageEncoder;
 use super::frames::DataFrames;
 use super::stream::EncodeStream;
+use crate::PolledFrame;
 use crate::status::{Code, Status};
 
 /// Which side of a call an [`EncodeBody`] is the body of.
@@ -98,11 +99,6 @@ impl<S, E: MessageEncoder> EncodeBody<S, E> {
     pub fn server(stream: EncodeStream<S, E>) -> Self {
         Self::new(stream, BodyMode::Server)
     }
-
-    /// The mode this body was built with.
-    pub fn mode(&self) -> BodyMode {
-        self.mode
-    }
 }
 
 impl<S, E> Body for EncodeBody<S, E>
@@ -113,10 +109,7 @@ where
     type Data = Bytes;
     type Error = Status;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, Status>>> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         let mut this = self.project();
         loop {
             // The next batch, when nothing is left or only a partial frame

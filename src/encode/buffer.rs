@@ -122,13 +122,9 @@ impl BatchBuffer {
     /// encoded: a by-reference message ([`BY_REFERENCE_RATIO`]) makes the
     /// buffer reserve as an unbatched one (threshold 0) does, for the whole
     /// stream. Batching such messages gains nothing (each is a batch of its
-    /// own once past the threshold), and the batched reservations cost
-    /// memory behaviour: volo's 16 × 64 KiB server streams took 29% more
-    /// server CPU per message batched than unbatched, in page faults (one
-    /// 8 KiB first reservation held per stream, among the 64 KiB payload
-    /// allocations, where unbatched takes a short-lived 4 KiB one per
-    /// message: glibc then trimmed the heap top more often, and the next
-    /// payloads faulted it back in). The batch threshold itself is kept,
+    /// own once past the threshold), and a batched reservation held per
+    /// stream among large payload allocations makes the allocator trim and
+    /// fault the heap top in again (measured in docs/results.md). The batch threshold itself is kept,
     /// and a later batch that copies bytes in gives the stream its batched
     /// reservations back.
     pub(crate) fn first_message_hint(&mut self, hint: Option<(usize, usize)>) {

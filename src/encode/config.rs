@@ -1,11 +1,42 @@
 //! [`EncodeConfig`]: batching threshold, compression and send limit.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
+
 use crate::compression::Compression;
 use crate::envelope::Limits;
 
 /// Default soft batch threshold: 32 KiB, the size tonic batches ready
 /// messages up to.
 pub const DEFAULT_BATCH_THRESHOLD: usize = 32 * 1024;
+
+static BATCH_THRESHOLD: AtomicUsize = AtomicUsize::new(DEFAULT_BATCH_THRESHOLD);
+
+/// Sets the soft batch threshold of every stream the adapters encode from
+/// now on (default [`DEFAULT_BATCH_THRESHOLD`]): responses of servers and
+/// requests of clients, on tonic and volo-grpc alike.
+///
+/// Generated code builds its encoders itself for every call, so this
+/// process-wide default is how a service or client configures them. Ready
+/// messages are gathered into one batch until it holds at least this many
+/// bytes; 0 sends every message as a batch of its own, as an unbatched
+/// encoder would. An [`EncodeConfig`] built by hand keeps its own threshold.
+///
+/// ```
+/// use grpc_stream_codec::encode::{default_batch_threshold, set_default_batch_threshold};
+///
+/// set_default_batch_threshold(0);
+/// assert_eq!(default_batch_threshold(), 0);
+/// # set_default_batch_threshold(grpc_stream_codec::encode::DEFAULT_BATCH_THRESHOLD);
+/// ```
+pub fn set_default_batch_threshold(threshold: usize) {
+    BATCH_THRESHOLD.store(threshold, Ordering::Relaxed);
+}
+
+/// The batch threshold the adapters' encoders get now; see
+/// [`set_default_batch_threshold`].
+pub fn default_batch_threshold() -> usize {
+    BATCH_THRESHOLD.load(Ordering::Relaxed)
+}
 
 /// The HTTP/2 DATA frame size batches are cut to fill: the protocol's
 /// default `SETTINGS_MAX_FRAME_SIZE`, which most peers keep.

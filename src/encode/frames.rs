@@ -12,6 +12,7 @@
 use std::collections::VecDeque;
 
 use bytes::{Bytes, BytesMut};
+use http_body::Frame;
 
 use super::batch::EncodedBatch;
 use super::config::FRAME_SIZE;
@@ -51,6 +52,17 @@ impl DataFrames {
     /// would be a partial frame that the next batch could fill.
     pub(crate) fn ends_in_partial_frame(&self) -> bool {
         (1..FRAME_SIZE).contains(&self.len)
+    }
+}
+
+impl EncodedBatch {
+    /// Consumes the batch, yielding its bytes as HTTP body data frames:
+    /// nodes smaller than a frame copied together into frames of up to
+    /// [`FRAME_SIZE`](super::FRAME_SIZE), a node that fills a frame by
+    /// itself by reference (each frame costs the HTTP/2 stack a send,
+    /// whatever its size).
+    pub fn into_frames(self) -> impl Iterator<Item = Frame<Bytes>> {
+        DataFrames::new(self).map(Frame::data)
     }
 }
 

@@ -22,6 +22,9 @@ mod stream;
 
 pub use batch::{EncodedBatch, IntoNodes};
 pub use body::{BodyMode, EncodeBody};
-pub use config::{DEFAULT_BATCH_THRESHOLD, EncodeConfig, FRAME_SIZE};
+pub use config::{
+    DEFAULT_BATCH_THRESHOLD, EncodeConfig, FRAME_SIZE, default_batch_threshold,
+    set_default_batch_threshold,
+};
 pub use encoder::MessageEncoder;
 pub use stream::EncodeStream;

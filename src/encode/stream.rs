@@ -102,11 +102,6 @@ impl<S, E: MessageEncoder> EncodeStream<S, E> {
         }
     }
 
-    /// The configuration in use.
-    pub fn config(&self) -> &EncodeConfig {
-        &self.config
-    }
-
     /// Whether the stream has ended: it will yield nothing more.
     pub fn is_terminated(&self) -> bool {
         self.done && self.error.is_none()

@@ -1,7 +1,7 @@
 //! The header and status values that panic volo-grpc 0.12.2 (and stock
 //! tonic 0.14's client, on an invalid trailers-only
-//! `grpc-status-details-bin`), against tonic full framing over loopback
-//! (issue 24). Each case gets a status or `OK`, never a panic:
+//! `grpc-status-details-bin`), against tonic full framing over loopback.
+//! Each case gets a status or `OK`, never a panic:
 //!
 //! - the full-framing server, from a raw HTTP/2 client: valid `-bin` request
 //!   metadata is served, invalid is `internal` (as grpc-go answers);

@@ -540,8 +540,8 @@ async fn keeping_uploads(name: &str) -> grpc_stream_codec::budget::BudgetStats {
 /// The budget holds with compressed uploads that keep their messages on
 /// volo too: peak from `BudgetStats` ≤ capacity + one message (compressed
 /// bytes and output room, each at most the receive limit) + ungated slabs.
-/// With the decompressed output charged but not gated (before issue 21, or
-/// with the grant in the assembler's `inflate_step` skipped) the peaks were
+/// With the decompressed output charged but not gated (the grant in
+/// `GatedDecompression::poll` skipped) the peaks are
 /// 12.25 MiB (gzip) and 15.25 MiB (zstd) against this 5 MiB bound.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn compressed_uploads_that_keep_messages_stay_within_the_bound() {

@@ -1,5 +1,5 @@
 //! Header and status values that panic volo-grpc 0.12.2, against the volo
-//! adapter's server and client over loopback (issue 24). Each case gets a
+//! adapter's server and client over loopback. Each case gets a
 //! status or `OK`, never a panic:
 //!
 //! - server (the example server, behind `BinaryMetadataLayer`), from a raw
