@@ -1,7 +1,7 @@
 //! Binary (`-bin`) metadata values: base64, padded or not, several values
 //! joined by `,` as some peers send them.
 
-#[cfg(any(feature = "volo", feature = "tonic"))]
+#[cfg(any(feature = "volo", all(test, feature = "tonic")))]
 use base64::Engine as _;
 #[cfg(any(feature = "volo", feature = "tonic"))]
 use http::HeaderMap;
@@ -33,7 +33,7 @@ pub(crate) fn malformed_binary_message(name: &http::HeaderName) -> String {
 }
 
 /// Decodes a binary metadata value.
-#[cfg(any(feature = "volo", feature = "tonic"))]
+#[cfg(any(feature = "volo", all(test, feature = "tonic")))]
 pub(crate) fn decode_binary_header(value: &[u8]) -> Result<Vec<u8>, base64::DecodeError> {
     let mut decoded = Vec::with_capacity(value.len() / 4 * 3 + 3);
     for part in value.split(|&b| b == b',') {

@@ -158,7 +158,7 @@ impl Limits {
 pub const MAX_TRAILERS_SIZE: usize = 1024 * 1024;
 
 /// Checks the declared length of a gRPC-Web trailers frame.
-pub fn check_trailers_size(size: usize) -> Result<(), Status> {
+pub(crate) fn check_trailers_size(size: usize) -> Result<(), Status> {
     if size > MAX_TRAILERS_SIZE {
         Err(Status::new(
             Code::ResourceExhausted,
@@ -171,7 +171,7 @@ pub fn check_trailers_size(size: usize) -> Result<(), Status> {
 
 /// Fails with [`too_large`] when `size` exceeds `limit`.
 #[inline]
-pub fn check_size(size: usize, limit: usize) -> Result<(), Status> {
+pub(crate) fn check_size(size: usize, limit: usize) -> Result<(), Status> {
     if size > limit {
         Err(too_large(size, limit))
     } else {
@@ -182,7 +182,7 @@ pub fn check_size(size: usize, limit: usize) -> Result<(), Status> {
 /// The one error shape for an oversized message:
 /// `resource_exhausted` with `message size N exceeds limit M`.
 #[cold]
-pub fn too_large(size: usize, limit: usize) -> Status {
+pub(crate) fn too_large(size: usize, limit: usize) -> Status {
     Status::new(
         Code::ResourceExhausted,
         format!("message size {size} exceeds limit {limit}"),

@@ -449,7 +449,7 @@ fn is_reserved(name: &HeaderName) -> bool {
 }
 
 /// Percent-encodes a status message for `grpc-message`.
-pub fn encode_message(message: &str) -> HeaderValue {
+pub(crate) fn encode_message(message: &str) -> HeaderValue {
     let encoded: Cow<'_, str> = percent_encode(message.as_bytes(), MESSAGE_ENCODE_SET).into();
     match encoded {
         Cow::Borrowed(text) => HeaderValue::from_str(text),

@@ -229,7 +229,7 @@ impl MessageBuffers {
     ///
     /// Nothing of size `len` is allocated here: a small message reserves its
     /// room in the slab, a large one allocates as its bytes arrive.
-    pub fn builder(&mut self, len: usize) -> MessageBuilder {
+    pub(crate) fn builder(&mut self, len: usize) -> MessageBuilder {
         self.started = true;
         let storage = if len == 0 {
             Storage::Slab(BytesMut::new())
@@ -281,22 +281,11 @@ impl MessageBuffers {
 }
 
 /// A message being assembled from pieces, created by
-/// [`MessageBuffers::builder`].
-///
-/// ```
-/// use grpc_stream_codec::decode::MessageBuffers;
-///
-/// let mut buffers = MessageBuffers::new();
-/// let mut builder = buffers.builder(10_000);
-/// builder.extend_from_slice(&[1; 6_000]);
-/// assert_eq!(builder.remaining(), 4_000);
-/// builder.extend_from_slice(&[2; 6_000]); // only 4 000 are taken
-/// let message = builder.finish();
-/// assert_eq!(message.len(), 10_000);
-/// assert!(message.is_unique());
-/// ```
+/// [`MessageBuffers::builder`]: its memory follows the bytes received
+/// (`min(declared, 2 x received)` for a large message) and ends exactly
+/// sized.
 #[derive(Debug)]
-pub struct MessageBuilder {
+pub(crate) struct MessageBuilder {
     declared: usize,
     storage: Storage,
 }
@@ -311,12 +300,12 @@ enum Storage {
 
 impl MessageBuilder {
     /// Bytes still missing.
-    pub fn remaining(&self) -> usize {
+    pub(crate) fn remaining(&self) -> usize {
         self.declared - self.as_slice().len()
     }
 
     /// The bytes received so far.
-    pub fn as_slice(&self) -> &[u8] {
+    pub(crate) fn as_slice(&self) -> &[u8] {
         match &self.storage {
             Storage::Slab(region) => region,
             Storage::Exact(vec) => vec,
@@ -325,7 +314,7 @@ impl MessageBuilder {
 
     /// Appends as much of `bytes` as the message still needs and returns how
     /// many were taken.
-    pub fn extend_from_slice(&mut self, bytes: &[u8]) -> usize {
+    pub(crate) fn extend_from_slice(&mut self, bytes: &[u8]) -> usize {
         let taken = bytes.len().min(self.remaining());
         let bytes = &bytes[..taken];
         match &mut self.storage {
@@ -341,7 +330,7 @@ impl MessageBuilder {
 
     /// Appends as much of `src` as the message still needs, consuming it
     /// from `src`, and returns how many bytes were taken.
-    pub fn fill_from(&mut self, src: &mut impl Buf) -> usize {
+    pub(crate) fn fill_from(&mut self, src: &mut impl Buf) -> usize {
         let wanted = src.remaining().min(self.remaining());
         if let Storage::Exact(vec) = &mut self.storage {
             // Everything in `src` is already here: grow once for all of it.
@@ -391,7 +380,7 @@ impl MessageBuilder {
     }
 
     /// The message. A builder finished early yields the bytes received so far.
-    pub fn finish(self) -> Bytes {
+    pub(crate) fn finish(self) -> Bytes {
         match self.storage {
             Storage::Slab(region) => region.freeze(),
             Storage::Exact(mut vec) => {

@@ -15,5 +15,5 @@ mod streaming;
 mod trailers;
 
 pub use assembler::{Decoded, EnvelopeAssembler};
-pub use buffers::{MessageBuffers, MessageBuilder, SLAB_SIZE, SMALL_MESSAGE_MAX};
+pub use buffers::{MessageBuffers, SLAB_SIZE, SMALL_MESSAGE_MAX};
 pub use streaming::{BytesDecoder, MessageDecoder, Streaming};
