@@ -28,7 +28,7 @@ use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
-use crate::call::{ClientDeadline, deadline_timer};
+use crate::call::{ClientDeadline, before_deadline, deadline_timer};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 use crate::status::Code;
@@ -200,17 +200,15 @@ where
         // The deadline sent: tonic's transport bounds the call only until
         // the response headers, this bounds both bodies too (each with its
         // own timer: nothing else polls the request body's).
-        let timer = deadline_timer(request.headers());
+        let mut timer = deadline_timer(request.headers());
         let request = match deadline_timer(request.headers()) {
             Some(request_timer) => {
                 request.map(|body| Body::new(ClientDeadline::new(body, request_timer)))
             }
             None => request,
         };
-        let response = self
-            .inner
-            .call(request)
-            .await
+        let response = before_deadline(self.inner.call(request), timer.as_mut())
+            .await?
             .map_err(|error| tonic::Status::from_error(error.into()))?;
         let (parts, body) = response.into_parts();
         if let Some(status) = Status::from_header_map(&parts.headers)

@@ -33,7 +33,7 @@ use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
 use super::call_guard::volo_status;
 use super::call_scope::with_response_headers;
-use crate::call::{ClientDeadline, deadline_timer};
+use crate::call::{ClientDeadline, before_deadline, deadline_timer};
 use super::client_connect::Connector;
 use super::metadata;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
@@ -274,16 +274,14 @@ where
         // The deadline sent: volo-grpc bounds the call only until the
         // response headers, this bounds both bodies too (each with its own
         // timer: nothing else polls the request body's).
-        let timer = deadline_timer(request.headers());
+        let mut timer = deadline_timer(request.headers());
         let request = match deadline_timer(request.headers()) {
             Some(request_timer) => request.map(|body| Either::Right(ClientDeadline::new(body, request_timer))),
             None => request.map(Either::Left),
         };
         cx.stats.record_make_transport_start_at();
-        let response = self
-            .http
-            .request(request)
-            .await
+        let response = before_deadline(self.http.request(request), timer.as_mut())
+            .await?
             .map_err(|err| volo_grpc::Status::from_error(err.into()))?;
         cx.stats.record_make_transport_end_at();
 

@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -66,6 +66,27 @@ pub fn parse_timeout(value: &[u8]) -> Option<Duration> {
 /// The status of a call whose deadline passed.
 pub fn deadline_exceeded() -> Status {
     Status::new(Code::DeadlineExceeded, "Deadline Exceeded")
+}
+
+/// Awaits `call`, a client's wait for the response headers, unless the
+/// deadline passes first: then `DEADLINE_EXCEEDED`. The timer is polled
+/// first, so a reset the request body made at the same deadline is not
+/// what the caller sees.
+pub async fn before_deadline<F: Future>(
+    call: F,
+    timer: Option<&mut Timer>,
+) -> Result<F::Output, Status> {
+    let mut call = std::pin::pin!(call);
+    let mut timer = timer;
+    std::future::poll_fn(|cx| {
+        if let Some(timer) = timer.as_mut()
+            && timer.as_mut().poll(cx).is_ready()
+        {
+            return Poll::Ready(Err(deadline_exceeded()));
+        }
+        call.as_mut().poll(cx).map(Ok)
+    })
+    .await
 }
 
 /// A server's response body that ends at the call's deadline, and drives
@@ -190,17 +211,18 @@ where
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
-        if let Poll::Ready(frame) = inner.as_mut().poll_frame(cx) {
-            if frame.is_none() {
-                this.inner = None;
-            }
-            return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
-        }
+        // The deadline before the body: the call's other body reaches the
+        // same deadline and resets the stream, and the reset must not be
+        // what the caller sees.
         if this.timer.as_mut().poll(cx).is_ready() {
             this.inner = None;
             return Poll::Ready(Some(Err(Box::new(deadline_exceeded()))));
         }
-        Poll::Pending
+        let frame = ready!(inner.as_mut().poll_frame(cx));
+        if frame.is_none() {
+            this.inner = None;
+        }
+        Poll::Ready(frame.map(|frame| frame.map_err(Into::into)))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -15,7 +15,9 @@ mod read_ahead;
 
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
-pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_timer};
+pub(crate) use deadline::{
+    ClientDeadline, Pumped, ServerDeadline, before_deadline, deadline_timer,
+};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};

@@ -98,7 +98,16 @@ pub struct ServeOptions {
     /// Process-wide, through
     /// [`set_default_batch_threshold`](grpc_stream_codec::tonic::set_default_batch_threshold).
     pub batch_threshold: Option<usize>,
+    /// The HTTP/2 connection window; `None` keeps hyper's (1 MiB).
+    pub connection_window: Option<u32>,
 }
+
+/// The example server's connection window: h2 closes a connection whose
+/// unread DATA frames under 256 bytes cost more than half of it
+/// (`256 - length` each), and a client may send a burst before the server's
+/// stream task runs to take them out. 16 MiB covers about 34,000 unread
+/// 10-byte messages (docs/connections.md), where hyper's 1 MiB covers 2,100.
+pub const SMALL_FRAMES_CONNECTION_WINDOW: u32 = 16 << 20;
 
 /// Serves the Echo service on `listener` as `options` say.
 pub async fn serve_with(
@@ -115,7 +124,7 @@ pub async fn serve_with(
     if let Some(threshold) = options.batch_threshold {
         grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
     }
-    let mut builder = Server::builder();
+    let mut builder = Server::builder().initial_connection_window_size(options.connection_window);
     let router = if options.stock {
         let mut server = stock::echo_server::EchoServer::new(EchoService);
         for encoding in ENCODINGS {

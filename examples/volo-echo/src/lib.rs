@@ -170,6 +170,14 @@ pub fn all_compressions() -> Vec<CompressionEncoding> {
         .collect()
 }
 
+/// The example server's connection window: h2 closes a connection whose
+/// unread DATA frames under 256 bytes cost more than half of it
+/// (`256 - length` each), and a client may send a burst before the server's
+/// stream task runs to take them out. 16 MiB covers about 34,000 unread
+/// 10-byte messages (docs/connections.md), where volo-grpc's 1 MiB covers
+/// 2,100.
+pub const SMALL_FRAMES_CONNECTION_WINDOW: u32 = 16 << 20;
+
 /// The most streams one connection may have open on a server with a
 /// receive budget: what its HTTP/2 windows are sized for
 /// (`grpc_stream_codec::budget::Budget::http2_windows`). With a 256 MiB
@@ -468,20 +476,34 @@ macro_rules! flavour {
             listener: tokio::net::TcpListener,
             service: EchoService,
         ) -> Result<(), volo_grpc::BoxError> {
+            serve_with_connection_window(listener, service, None).await
+        }
+
+        /// [`serve`] with an HTTP/2 connection window of `window` bytes
+        /// (`None`: volo-grpc's 1 MiB).
+        pub async fn serve_with_connection_window(
+            listener: tokio::net::TcpListener,
+            service: EchoService,
+            window: Option<u32>,
+        ) -> Result<(), volo_grpc::BoxError> {
             let codec = ServiceBuilder::new(EchoServer::new(service))
                 .send_compressions(crate::all_compressions())
                 .accept_compressions(crate::all_compressions())
                 .build();
             let incoming = volo::net::incoming::DefaultIncoming::from(listener);
+            let server = match window {
+                Some(window) => Server::new().http2_init_connection_window_size(window),
+                None => Server::new(),
+            };
             if $deflate_names {
-                Server::new()
+                server
                     .layer_tower(grpc_stream_codec::volo::BinaryMetadataLayer)
                     .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
                     .add_service(codec)
                     .run(incoming)
                     .await
             } else {
-                Server::new().add_service(codec).run(incoming).await
+                server.add_service(codec).run(incoming).await
             }
         }
 

@@ -1,6 +1,6 @@
 //! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full]
 //! [--grpc-web] [--batch-threshold BYTES] [--receive-budget BYTES]
-//! [--budget-windows BYTES] [--report-memory]`
+//! [--budget-windows BYTES] [--connection-window BYTES] [--report-memory]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, with its
 //! full framing under `--framing full`, or with tonic's stock codec under
@@ -18,7 +18,10 @@
 //! Stopped with SIGTERM, it prints `exit`, those budget figures (with a
 //! budget) and `live_bytes N` (with `--report-memory`) as its last line.
 //! Request metadata `x-pace-micros: G` paces ServerStream's responses G µs
-//! apart.
+//! apart. `--connection-window` sets the HTTP/2 connection window (default
+//! 16 MiB, sized so that a client may send a burst of small frames before
+//! the server reads any: docs/connections.md; `1048576` is hyper's
+//! default); a receive budget sizes its own windows.
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -35,7 +38,7 @@ static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
 [--framing codec|full] [--grpc-web] [--batch-threshold BYTES] [--receive-budget BYTES] [--budget-windows BYTES] \
-[--report-memory]";
+[--connection-window BYTES] [--report-memory]";
 
 struct Options {
     listen: SocketAddr,
@@ -61,7 +64,10 @@ where
 
 fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut listen = None;
-    let mut serve = ServeOptions::default();
+    let mut serve = ServeOptions {
+        connection_window: Some(tonic_echo::SMALL_FRAMES_CONNECTION_WINDOW),
+        ..ServeOptions::default()
+    };
     let mut report_memory = false;
     let mut receive_budget = None;
     let mut budget_windows = None;
@@ -89,6 +95,10 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
             }
             "--budget-windows" => {
                 budget_windows = Some(parsed(&mut args, "--budget-windows", "a byte count")?);
+            }
+            "--connection-window" => {
+                serve.connection_window =
+                    Some(parsed(&mut args, "--connection-window", "a byte count")?);
             }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),

@@ -24,6 +24,10 @@
 //! budget) and `live_bytes N` (with `--report-memory`) as its last line.
 //! `--batch-threshold BYTES` sets the adapter's soft batch threshold for
 //! every response (default 32 KiB; 0 sends each message as its own batch).
+//! `--connection-window BYTES` sets the HTTP/2 connection window without a
+//! budget (default 16 MiB, sized so that a client may send a burst of small
+//! frames before the server reads any: docs/connections.md; `1048576` is
+//! volo-grpc's default).
 //!
 //! Request metadata `x-fail-after: K` makes ServerStream and Bidi fail with
 //! `aborted` after K responses, and `x-pace-micros: G` paces ServerStream's
@@ -44,7 +48,7 @@ static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] \
 [--batch-threshold BYTES] [--report-memory] [--receive-budget BYTES [--budget-wait-ms MS]] \
-[--budget-windows BYTES]";
+[--budget-windows BYTES] [--connection-window BYTES]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -52,6 +56,7 @@ async fn main() -> ExitCode {
     let mut stock = false;
     let mut report_memory = false;
     let mut receive_budget: Option<usize> = None;
+    let mut connection_window = volo_echo::SMALL_FRAMES_CONNECTION_WINDOW;
     let mut budget_wait = grpc_stream_codec::budget::DEFAULT_MAX_WAIT;
     let mut batch_threshold: Option<usize> = None;
     // The HTTP/2 windows a budget of this size gets, without the budget.
@@ -80,6 +85,10 @@ async fn main() -> ExitCode {
             "--budget-wait-ms" => match args.next().map(|value| value.parse()) {
                 Some(Ok(ms)) => budget_wait = std::time::Duration::from_millis(ms),
                 _ => return usage("--budget-wait-ms needs a number of milliseconds"),
+            },
+            "--connection-window" => match args.next().map(|value| value.parse()) {
+                Some(Ok(bytes)) => connection_window = bytes,
+                _ => return usage("--connection-window needs a number of bytes"),
             },
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -125,7 +134,12 @@ async fn main() -> ExitCode {
     eprintln!("serving the Echo service ({flavour} volo-grpc codec)");
 
     let served = if stock {
-        volo_echo::stock::serve(listener, EchoService::default()).await
+        volo_echo::stock::serve_with_connection_window(
+            listener,
+            EchoService::default(),
+            Some(connection_window),
+        )
+        .await
     } else if let Some(budget) = budget {
         eprintln!(
             "receive budget: {} bytes, {:?}",
@@ -139,7 +153,12 @@ async fn main() -> ExitCode {
         eprintln!("no receive budget, HTTP/2 windows {windows:?}");
         volo_echo::adapter::serve_on_windows(listener, EchoService::default(), windows, None).await
     } else {
-        volo_echo::adapter::serve(listener, EchoService::default()).await
+        volo_echo::adapter::serve_with_connection_window(
+            listener,
+            EchoService::default(),
+            Some(connection_window),
+        )
+        .await
     };
     match served {
         Ok(()) => ExitCode::SUCCESS,
