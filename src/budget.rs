@@ -152,6 +152,7 @@ mod layer;
 mod share;
 mod shared;
 mod stream;
+mod windows;
 
 use std::fmt;
 use std::sync::Arc;
@@ -162,8 +163,9 @@ use crate::status::Status;
 #[cfg(any(feature = "tonic", feature = "volo"))]
 pub use layer::{ReceiveBudgetLayer, ReceiveBudgetService};
 pub(crate) use share::{Counted, Share};
-pub use shared::{DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER, Http2Windows, SharedBudget};
+pub use shared::{DEFAULT_MAX_WAIT, DEFAULT_OVERDRAFT_AFTER, SharedBudget};
 pub(crate) use stream::StreamBudget;
+pub use windows::Http2Windows;
 
 /// A receive memory policy shared by many streams.
 ///
