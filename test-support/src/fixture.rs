@@ -60,7 +60,8 @@ impl Fixture {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
         command
-            .args(["build", "--offline", "--quiet", "--color", "never"])
+            // Not `--quiet`: it would hide the build script's warnings.
+            .args(["build", "--offline", "--color", "never"])
             .arg("--manifest-path")
             .arg(self.dir.join("Cargo.toml"))
             .arg("--target-dir")
