@@ -23,8 +23,11 @@
 //!
 //! Slots are per macro call, so several files included into one module are
 //! named in one call (`include_service!("a.rs", "b.rs")`); two calls in one
-//! module give both files the first slot, and rustc's first error (E0252)
-//! names that slot, whose name says what to write instead.
+//! module give both files the first slot: when both are rewritten, rustc's
+//! first error (E0252) names that slot, whose name says what to write
+//! instead, and when only one is, the other's check sees its slot filled
+//! and passes (a macro call cannot tell which file filled a name in its
+//! module, so only one call per module checks every file).
 //!
 //! The mark is a macro call rather than an item so that a file carries no
 //! name of its own: a name in each file would be defined twice in a module

@@ -41,9 +41,9 @@
 //! under the directory, hand-written code next to committed generated code
 //! included, is left as it is and listed in
 //! [`RewriteReport::skipped_files`]. Setting `codec_path` is not needed;
-//! the stock codec is rewritten too. The rewritten code names `::grpc_stream_codec::tonic`, so
-//! the crate that includes it depends on `grpc-stream-codec` with the `tonic`
-//! feature.
+//! the stock codec is rewritten too. The rewritten code names
+//! `::grpc_stream_codec::tonic`, so the crate that includes it depends on
+//! `grpc-stream-codec` with the `tonic` feature.
 //!
 //! What is rewritten, in code only (comments and string literals are left
 //! alone), with or without a leading `::` and whatever whitespace sits around
