@@ -31,6 +31,16 @@ fn several_packages_are_included_into_one_module() {
 
     let built = fixture.build(&[("LAYOUT", "include-file")]);
     assert!(built.status.success(), "{}", stderr(&built));
+
+    // One call per file: the first error says to list them in one call.
+    let two_calls = fixture.build(&[("LAYOUT", "two-calls")]);
+    let first = first_error(&two_calls);
+    assert!(
+        first.contains("error[E0252]")
+            && first.contains("one_include_call_per_module__list_all_its_files_in_it"),
+        "{}",
+        stderr(&two_calls)
+    );
 }
 
 #[test]
