@@ -28,8 +28,11 @@ pub struct Fixture {
 impl Fixture {
     /// Copies `source` (every file below it) to `<tmp>/<name>-<checkout>`,
     /// `tmp` being the test's `CARGO_TARGET_TMPDIR` and `root` the
-    /// repository's root. One copy per checkout: worktrees of the repository
-    /// may share a target directory.
+    /// repository's root, and names the copy's package `name`. One copy per
+    /// checkout: worktrees of the repository may share a target directory.
+    /// One package name per copy: cargo keys a path package's build script
+    /// output and fingerprints by its name and its path within its
+    /// workspace, so two copies of one name would share them.
     pub fn copy(source: &Path, root: &Path, tmp: &Path, name: &str) -> Fixture {
         let root = root.canonicalize().expect("the repository's root");
         let checkout = BuildHasherDefault::<DefaultHasher>::default().hash_one(&root);
@@ -40,7 +43,8 @@ impl Fixture {
         let text = fs::read_to_string(&manifest).expect("the fixture's Cargo.toml");
         assert!(text.contains(RELATIVE_ROOT), "{text}");
         let absolute = format!("path = {:?}", root.display().to_string());
-        fs::write(&manifest, text.replace(RELATIVE_ROOT, &absolute)).expect("write Cargo.toml");
+        let text = text.replace(RELATIVE_ROOT, &absolute);
+        fs::write(&manifest, renamed(&text, name)).expect("write Cargo.toml");
         fs::copy(root.join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
         Fixture {
             dir,
@@ -77,6 +81,24 @@ impl Fixture {
         }
         command.output().expect("run cargo")
     }
+}
+
+/// `manifest` with its package's `name = ".."` line naming `name`.
+fn renamed(manifest: &str, name: &str) -> String {
+    let mut done = false;
+    let lines: Vec<String> = manifest
+        .lines()
+        .map(|line| {
+            if !done && line.trim_start().starts_with("name = ") {
+                done = true;
+                format!("name = {name:?}")
+            } else {
+                line.to_string()
+            }
+        })
+        .collect();
+    assert!(done, "no package name in {manifest}");
+    lines.join("\n") + "\n"
 }
 
 /// The build's stderr as text.
