@@ -65,6 +65,17 @@ fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
         stderr(&none)
     );
 
+    // Misplaced: the hook before the generator, on the stock files of the
+    // build above. The hook rewrites them, the generator writes stock code
+    // over them, and the include check names the fix.
+    let before = fixture.build(&[("LAYOUT", "committed"), ("HOOK", "before")]);
+    let first = first_error(&before);
+    assert!(
+        first.contains("grpc_stream_codec::tonic::build::rewrite_dir(dir) did not run after"),
+        "{}",
+        stderr(&before)
+    );
+
     let after = fixture.build(&[("LAYOUT", "committed")]);
     assert_eq!(fs::read_to_string(&legacy).unwrap(), hand_written);
     assert!(after.status.success(), "{}", stderr(&after));
