@@ -19,6 +19,9 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
+mod error;
+pub use error::{Adapter, Entry, HookCall, RewriteError, SourceError};
+
 /// One stock path and what it becomes.
 pub(crate) struct Rule {
     /// The generator's path, segment by segment: `["tonic", "server", "Grpc"]`.
@@ -173,21 +176,46 @@ pub(crate) fn rewrite(text: &str, rules: &[Rule]) -> Rewritten {
     Rewritten { text: out, hits }
 }
 
-/// What both hooks' `rewrite_out_dir` do: rewrite `OUT_DIR` with
-/// `rewrite_dir` (`no_out_dir` when it is not set) and report a failure to
-/// cargo.
-pub(crate) fn rewrite_out_dir<R, E: std::fmt::Display>(
-    no_out_dir: E,
-    rewrite_dir: impl FnOnce(PathBuf) -> Result<R, E>,
-) -> Result<R, E> {
-    let result = std::env::var_os("OUT_DIR")
-        .map(PathBuf::from)
-        .ok_or(no_out_dir)
-        .and_then(rewrite_dir);
+/// `rewrite_out_dir()` of either hook: `rewrite` on `OUT_DIR`, the
+/// failure reported to cargo.
+pub(crate) fn run_out_dir<R>(
+    adapter: Adapter,
+    rewrite: impl FnOnce(&Path, HookCall) -> Result<R, RewriteError>,
+) -> Result<R, RewriteError> {
+    let call = HookCall {
+        adapter,
+        entry: Entry::RewriteOutDir,
+    };
+    reported(match std::env::var_os("OUT_DIR") {
+        Some(dir) => rewrite(Path::new(&dir), call),
+        None => Err(RewriteError::NoOutDir { call }),
+    })
+}
+
+/// `rewrite_dir(dir)` of either hook: `rewrite` on `dir`, the failure
+/// reported to cargo.
+pub(crate) fn run_dir<R>(
+    adapter: Adapter,
+    dir: &Path,
+    rewrite: impl FnOnce(&Path, HookCall) -> Result<R, RewriteError>,
+) -> Result<R, RewriteError> {
+    let call = HookCall {
+        adapter,
+        entry: Entry::RewriteDir,
+    };
+    reported(rewrite(dir, call))
+}
+
+fn reported<R>(result: Result<R, RewriteError>) -> Result<R, RewriteError> {
     if let Err(error) = &result {
         report_to_cargo(error);
     }
     result
+}
+
+/// The `Io` error of a read or write that failed on `path`.
+pub(crate) fn io_error((path, source): (PathBuf, io::Error)) -> RewriteError {
+    RewriteError::Io { path, source }
 }
 
 /// Every `.rs` file under `dir` (see [`rs_files`]) with its text. On
@@ -219,9 +247,14 @@ pub(crate) fn write_changed<'a>(
 
 /// Prints a build hook's error as a `cargo::error=` line (on one line), so
 /// cargo shows it as the build's first error.
-pub(crate) fn report_to_cargo(error: &dyn std::fmt::Display) {
+fn report_to_cargo(error: &dyn std::fmt::Display) {
     let text = error.to_string().replace(['\n', '\r'], " ");
     println!("cargo::error={text}");
+}
+
+/// Prints one `cargo::warning=` line.
+pub(crate) fn warn_cargo(text: &str) {
+    println!("cargo::warning={}", text.replace(['\n', '\r'], " "));
 }
 
 /// Whether the code before `start` ends in `impl` or `impl<..>`, i.e. the

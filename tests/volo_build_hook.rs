@@ -164,12 +164,18 @@ fn entry_impl_without_expected_call_fails() {
     );
     assert_eq!(
         rewrite_source(&send).unwrap_err(),
-        "::volo_grpc::codec::encode::encode"
+        SourceError::MissingPattern {
+            adapter: Adapter::Volo,
+            expected: "::volo_grpc::codec::encode::encode"
+        }
     );
     let recv = RECV_IMPL.replace("RecvStream::new", "RecvStream::from_body");
     assert_eq!(
         rewrite_source(&recv).unwrap_err(),
-        "::volo_grpc::RecvStream::new"
+        SourceError::MissingPattern {
+            adapter: Adapter::Volo,
+            expected: "::volo_grpc::RecvStream::new"
+        }
     );
 }
 
@@ -197,9 +203,10 @@ fn a_directory_without_generated_services_is_an_error() {
     let debug = format!("{err:?}");
     assert_eq!(debug, err.to_string());
     assert!(
-        debug.contains("run grpc_stream_codec::volo::build::rewrite_out_dir() after"),
+        debug.contains("call grpc_stream_codec::volo::build::rewrite_dir(dir) after"),
         "{debug}"
     );
+    assert!(debug.contains("nothing was generated there"), "{debug}");
     fs::remove_dir_all(&dir).unwrap();
 }
 
@@ -210,7 +217,10 @@ fn missing_pattern_names_the_file() {
     fs::write(dir.join("volo_gen.rs"), bad).unwrap();
     let err = rewrite_dir(&dir).unwrap_err();
     match &err {
-        RewriteError::MissingPattern { path, expected } => {
+        RewriteError::Source {
+            path,
+            error: SourceError::MissingPattern { expected, .. },
+        } => {
             assert!(path.ends_with("volo_gen.rs"));
             assert_eq!(*expected, "::volo_grpc::codec::encode::encode");
         }
@@ -293,10 +303,7 @@ fn the_root_gets_the_marker_once_and_nothing_else_changes() {
         once.strip_prefix(rewritten.as_str()).map(marked),
         Some(true)
     );
-    assert_eq!(
-        once.matches("as __grpc_stream_codec_volo_check;").count(),
-        1
-    );
+    assert_eq!(once.matches(MARKER_LINE).count(), 1);
 
     let again = rewrite_dir(&dir).unwrap();
     assert_eq!((again.files_rewritten, again.marked_roots), (0, 1));
@@ -327,9 +334,8 @@ fn roots_without_volo_service_code_are_not_marked() {
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The line of the hook's marker that include_service! checks for.
-const MARKER_LINE: &str =
-    "use ::grpc_stream_codec::volo::__private::rewritten as __grpc_stream_codec_volo_check;";
+/// The line of the hook's mark that include_service! checks for.
+const MARKER_LINE: &str = "__grpc_stream_codec_volo_mark!();";
 
 fn marked(text: &str) -> bool {
     text.contains(MARKER_LINE)
@@ -347,4 +353,21 @@ fn rs_files(dir: &std::path::Path) -> Vec<PathBuf> {
         }
     }
     found
+}
+
+#[test]
+fn hand_written_files_next_to_generated_ones_are_left_alone() {
+    let dir = temp_dir("hand-written");
+    let generated = format!("pub mod volo_gen {{\n{SEND_IMPL}{RECV_IMPL}{TRAIT}}}\n");
+    fs::write(dir.join("volo_gen.rs"), &generated).unwrap();
+    let legacy = "pub type Requests<T> = ::volo_grpc::RecvStream<T>;\n";
+    fs::write(dir.join("legacy.rs"), legacy).unwrap();
+
+    let report = rewrite_dir(&dir).unwrap();
+    assert_eq!(report.skipped_files, [dir.join("legacy.rs")]);
+    assert_eq!(fs::read_to_string(dir.join("legacy.rs")).unwrap(), legacy);
+    assert!(marked(
+        &fs::read_to_string(dir.join("volo_gen.rs")).unwrap()
+    ));
+    fs::remove_dir_all(&dir).unwrap();
 }

@@ -33,11 +33,17 @@
 //! ```
 //!
 //! With `out_dir(dir)` on the builder, call [`rewrite_dir`]`(dir)` instead
-//! (and give it only the directory of the output to rewrite: every `.rs` file
-//! below it is rewritten). Setting `codec_path` is not needed; the stock codec
-//! is rewritten too. The rewritten code names `::grpc_stream_codec::tonic`, so
-//! the crate that includes it depends on `grpc-stream-codec` with the `tonic`
-//! feature.
+//! and include the files with [`include_file!`](crate::tonic::include_file)
+//! (code committed to the repository, e.g. `out_dir("src/pb")`). Only files
+//! tonic-build generated are touched: those starting with prost-build's
+//! `@generated` header, and tonic-build's manual services (its
+//! "Generated server/client implementations." modules); every other file
+//! under the directory, hand-written code next to committed generated code
+//! included, is left as it is and listed in
+//! [`RewriteReport::skipped_files`]. Setting `codec_path` is not needed;
+//! the stock codec is rewritten too. The rewritten code names
+//! `::grpc_stream_codec::tonic`, so the crate that includes it depends on
+//! `grpc-stream-codec` with the `tonic` feature.
 //!
 //! What is rewritten, in code only (comments and string literals are left
 //! alone), with or without a leading `::` and whatever whitespace sits around
@@ -62,12 +68,17 @@
 //! the client's streaming calls answer with this crate's `Streaming<T>`.
 //!
 //! `codec_path("grpc_stream_codec::tonic::ProstCodec")` (or this crate's
-//! `ProstCodecWith`) is already right and stays. Any other `codec_path`
-//! fails the build: full framing needs this crate's codec.
+//! `ProstCodecWith`) is already right and stays. A generated file whose
+//! codec is another one (tonic-build's manual services with a JSON codec,
+//! a builder with another `codec_path`) is left on tonic's framing, as
+//! generated: full framing runs only this crate's codec. It still gets the
+//! include check's mark, and one `cargo::warning=` line names its services
+//! ([`RewriteReport::foreign_codec_files`]).
 //!
-//! Each file of the output also gets a marker appended, an import that
-//! [`include_proto!`](crate::tonic::include_proto) checks for: include the
-//! generated code with it (instead of `tonic::include_proto!`), and a file
+//! Each file of the output also gets a mark appended, a macro call that
+//! [`include_proto!`](crate::tonic::include_proto) and
+//! [`include_file!`](crate::tonic::include_file) check for: include the
+//! generated code with them (instead of `tonic::include_proto!`), and a file
 //! the hook never saw, or one tonic-prost-build wrote after the hook ran (the
 //! hook was called before it), fails to compile with a message naming the
 //! fix, as the build's first error.
@@ -76,55 +87,25 @@
 //! naming the file, rather than leaving stock framing in place when a file
 //! holds a tonic-prost-build client or server but not the paths above that
 //! such code contains (tonic-prost-build changed its output); and it fails
-//! naming the fix when no file under the directory holds a generated client
-//! or server (the hook ran on the wrong directory, before tonic-prost-build
-//! on a clean build, or with both `build_client(false)` and
-//! `build_server(false)`), or when every generated file there already carries
-//! the marker (tonic-prost-build wrote nothing since the last rewrite, so
-//! the hook runs before it). Its error's `Debug` form is its `Display` text.
+//! naming the fix and the function called when no file under the directory
+//! holds a generated client or server (nothing was generated there: the
+//! hook ran on the wrong directory, before tonic-prost-build on a clean
+//! build, with both `build_client(false)` and `build_server(false)`, or
+//! generation is behind a cfg the hook is not), or when every generated
+//! file there already carries the mark (generated and rewritten by an
+//! earlier build, nothing generated in this one before the hook). Either
+//! entry point prints its error as a `cargo::error=` line too. Its error's
+//! `Debug` form is its `Display` text.
 
-use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use super::include::MARKER;
-use crate::rewrite::{self, Rule, rule};
+use crate::rewrite;
 
-const SERVER_GRPC: usize = 0;
-const CLIENT_STREAMING_SERVICE: usize = 1;
-const STREAMING_SERVICE: usize = 2;
-const STREAMING: usize = 3;
-const CODEC_STREAMING: usize = 4;
-const CLIENT_GRPC: usize = 5;
-const PROST_CODEC: usize = 6;
+mod source;
 
-/// The table, indexed by the constants above.
-const RULES: &[Rule] = &[
-    rule!(any tonic::server::Grpc => tonic::server::Grpc),
-    rule!(any tonic::server::ClientStreamingService => tonic::server::ClientStreamingService),
-    rule!(any tonic::server::StreamingService => tonic::server::StreamingService),
-    rule!(any tonic::Streaming => tonic::Streaming),
-    rule!(any tonic::codec::Streaming => tonic::Streaming),
-    rule!(any tonic::client::Grpc => tonic::client::Grpc),
-    rule!(any tonic_prost::ProstCodec => tonic::ProstCodec),
-];
-
-/// The first line of every file prost-build writes.
-const PROST_HEADER: &str = "// This file is @generated by prost-build.";
-/// Present in every generated server (`impl NamedService for FooServer`).
-const NAMED_SERVICE: &[&str] = &["tonic", "server", "NamedService"];
-/// Present in every generated client (`T: GrpcService<Body>`).
-const GRPC_SERVICE: &[&str] = &["tonic", "client", "GrpcService"];
-/// The per-method service traits a server implements that stay tonic's.
-const UNARY_SERVICE: &[&str] = &["tonic", "server", "UnaryService"];
-const SERVER_STREAMING_SERVICE: &[&str] = &["tonic", "server", "ServerStreamingService"];
-/// Every generated client method takes one of these.
-const INTO_REQUEST: &[&str] = &["tonic", "IntoRequest"];
-const INTO_STREAMING_REQUEST: &[&str] = &["tonic", "IntoStreamingRequest"];
-/// The only codec full framing runs on.
-const OUR_CODEC: &[&str] = &["grpc_stream_codec", "tonic", "ProstCodec"];
-/// This crate's codec with buffer settings from a type; full framing runs it too.
-const OUR_CODEC_WITH: &[&str] = &["grpc_stream_codec", "tonic", "ProstCodecWith"];
+pub use crate::rewrite::{Adapter, Entry, HookCall, RewriteError, SourceError};
+pub use source::{RewrittenSource, rewrite_source};
 
 /// What a rewrite found and changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -146,10 +127,16 @@ pub struct RewriteReport {
     pub streaming_paths: usize,
     /// `ProstCodec` paths (from `tonic_prost::ProstCodec`, or set with `codec_path`).
     pub codec_paths: usize,
-    /// Files that carry the marker
+    /// Files that carry the mark
     /// [`include_proto!`](crate::tonic::include_proto) checks (added now, or
     /// by an earlier run to a file tonic-prost-build no longer writes).
     pub marked_files: usize,
+    /// Files under the directory tonic-build did not write (no prost-build
+    /// header, no generated service): left as they are.
+    pub skipped_files: Vec<PathBuf>,
+    /// Generated files whose services run another codec than this crate's:
+    /// left on tonic's framing (and named in a cargo warning).
+    pub foreign_codec_files: Vec<PathBuf>,
 }
 
 impl RewriteReport {
@@ -165,131 +152,7 @@ impl RewriteReport {
     }
 }
 
-/// Why a rewrite failed.
-///
-/// Its `Debug` form is its `Display` text, so a `build.rs` whose `main`
-/// returns `Result<(), Box<dyn Error>>` prints what to do, not the variant.
-pub enum RewriteError {
-    /// `OUT_DIR` is not set: [`rewrite_out_dir`] was called outside a build script.
-    NoOutDir,
-    /// Reading or writing a file failed.
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The error.
-        source: io::Error,
-    },
-    /// No file under the directory holds a tonic-prost-build server or client.
-    NothingGenerated {
-        /// The directory searched.
-        dir: PathBuf,
-    },
-    /// Every file of tonic-prost-build's output under the directory was
-    /// already rewritten by an earlier run: tonic-prost-build wrote nothing
-    /// since (called in the right order, it always has written the file
-    /// afresh), so this rewrite runs before it.
-    AlreadyRewritten {
-        /// The directory searched.
-        dir: PathBuf,
-    },
-    /// A file's generated code is not what the rewrite expects.
-    Source {
-        /// The file.
-        path: PathBuf,
-        /// What is wrong with it.
-        error: SourceError,
-    },
-}
-
-/// Why one file's text cannot be rewritten.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SourceError {
-    /// Generated server or client code without a path such code contains.
-    MissingPattern {
-        /// The stock path that was expected (or its rewritten form), e.g.
-        /// `tonic::server::Grpc`.
-        expected: &'static str,
-    },
-    /// The generated code uses a codec other than this crate's `ProstCodec`
-    /// (set with `codec_path`).
-    ForeignCodec {
-        /// The codec path as generated.
-        codec: String,
-    },
-}
-
-impl fmt::Display for SourceError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            SourceError::MissingPattern { expected } => write!(
-                f,
-                "holds tonic-prost-build server or client code but no `{expected}`; \
-                 its output is not what grpc-stream-codec {} expects (written for \
-                 tonic-prost-build 0.14): check that the two versions match",
-                env!("CARGO_PKG_VERSION")
-            ),
-            SourceError::ForeignCodec { codec } => write!(
-                f,
-                "uses the codec `{codec}`, but full framing runs only on \
-                 grpc-stream-codec's: remove the codec_path(..) call from the \
-                 tonic_prost_build builder, or set \
-                 codec_path(\"grpc_stream_codec::tonic::ProstCodec\")"
-            ),
-        }
-    }
-}
-
-impl std::error::Error for SourceError {}
-
-impl fmt::Display for RewriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RewriteError::NoOutDir => f.write_str(
-                "OUT_DIR is not set; call grpc_stream_codec::tonic::build::rewrite_out_dir \
-                 from build.rs after tonic_prost_build has written its output, or \
-                 rewrite_dir with the directory given to the builder's out_dir",
-            ),
-            RewriteError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            RewriteError::NothingGenerated { dir } => write!(
-                f,
-                "no tonic-prost-build server or client found under {}. In build.rs, call \
-                 grpc_stream_codec::tonic::build::rewrite_out_dir() after \
-                 tonic_prost_build's compile call (compile_protos or compile_fds), on the \
-                 directory it wrote to (OUT_DIR; rewrite_dir(dir) for the builder's \
-                 out_dir), with build_server or build_client enabled",
-                dir.display()
-            ),
-            RewriteError::AlreadyRewritten { dir } => write!(
-                f,
-                "the generated files under {} were rewritten by an earlier build and \
-                 tonic_prost_build has not written them since: the rewrite ran before \
-                 tonic_prost_build. In build.rs, call \
-                 grpc_stream_codec::tonic::build::rewrite_out_dir() after \
-                 tonic_prost_build's compile call (compile_protos or compile_fds)",
-                dir.display()
-            ),
-            RewriteError::Source { path, error } => write!(f, "{}: {error}", path.display()),
-        }
-    }
-}
-
-impl fmt::Debug for RewriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl std::error::Error for RewriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RewriteError::Io { source, .. } => Some(source),
-            RewriteError::Source { error, .. } => Some(error),
-            _ => None,
-        }
-    }
-}
-
-/// Rewrites every `.rs` file under `$OUT_DIR`, recursively.
+/// Rewrites tonic-build's output under `$OUT_DIR`, recursively.
 ///
 /// Call it from `build.rs` after tonic-prost-build has written its output
 /// there (no `out_dir` on the builder), and return its error (`?`). On
@@ -297,187 +160,77 @@ impl std::error::Error for RewriteError {
 /// the fix as the build's first error rather than under "failed to run
 /// custom build command".
 pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    rewrite::rewrite_out_dir(RewriteError::NoOutDir, rewrite_dir)
+    rewrite::run_out_dir(Adapter::Tonic, rewrite)
 }
 
-/// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
+/// Rewrites tonic-build's output under `dir`, recursively; see the module
+/// docs. Like [`rewrite_out_dir`], it prints its error as a `cargo::error=`
+/// line too.
 ///
-/// Each file of tonic-prost-build's output (a service, or prost's
-/// `@generated` header) also gets the marker
-/// [`include_proto!`](crate::tonic::include_proto) checks. Fails with
+/// Each file of tonic-build's output (a service, or prost's `@generated`
+/// header) also gets the mark [`include_proto!`](crate::tonic::include_proto)
+/// and [`include_file!`](crate::tonic::include_file) check. Fails with
 /// [`RewriteError::AlreadyRewritten`] when every such file has it already
-/// (the rewrite runs before tonic-prost-build). Files that need no change
+/// (nothing was generated in this build before the call). Other files are
+/// not read past their text and never written. Files that need no change
 /// are not written. Nothing is written unless every file passes.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
-    let dir = dir.as_ref();
-    let io = |(path, source)| RewriteError::Io { path, source };
-    let files = rewrite::read_sources(dir).map_err(io)?;
+    rewrite::run_dir(Adapter::Tonic, dir.as_ref(), rewrite)
+}
+
+fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
+    let files = rewrite::read_sources(dir).map_err(rewrite::io_error)?;
     let mut report = RewriteReport::default();
     // Check every file before writing any, so a failed build leaves the
     // generator's output as it was.
-    let mut rewritten_files = Vec::with_capacity(files.len());
+    let mut changes = Vec::with_capacity(files.len());
     let mut already_marked = 0;
+    let mut foreign = Vec::new();
     for (path, text) in &files {
+        report.files_scanned += 1;
+        if !source::is_generated(text) {
+            report.skipped_files.push(path.clone());
+            continue;
+        }
         let mut rewritten = rewrite_source(text).map_err(|error| RewriteError::Source {
             path: path.clone(),
             error,
         })?;
-        report.files_scanned += 1;
         report.add(&rewritten);
-        if rewritten.has_services || text.starts_with(PROST_HEADER) {
-            report.marked_files += 1;
-            if text.ends_with(MARKER) {
-                already_marked += 1;
-            } else {
-                rewritten.text.push_str(MARKER);
-            }
+        if let Some(codec) = &rewritten.foreign_codec {
+            report.foreign_codec_files.push(path.clone());
+            foreign.push(source::describe_foreign(path, text, codec));
         }
-        rewritten_files.push(rewritten.text);
+        report.marked_files += 1;
+        if text.ends_with(MARKER) {
+            already_marked += 1;
+        } else {
+            rewritten.text.push_str(MARKER);
+        }
+        changes.push((path.as_path(), text.as_str(), rewritten.text));
     }
     if report.files_with_services == 0 {
         return Err(RewriteError::NothingGenerated {
             dir: dir.to_path_buf(),
+            call,
         });
     }
     if already_marked == report.marked_files {
         return Err(RewriteError::AlreadyRewritten {
             dir: dir.to_path_buf(),
+            call,
         });
     }
-    let changes = files
+    let changes = changes
         .iter()
-        .zip(&rewritten_files)
-        .map(|((path, old), new)| (path.as_path(), old.as_str(), new.as_str()));
-    report.files_rewritten = rewrite::write_changed(changes).map_err(io)?;
+        .map(|(path, old, new)| (*path, *old, new.as_str()));
+    report.files_rewritten = rewrite::write_changed(changes).map_err(rewrite::io_error)?;
+    if !foreign.is_empty() {
+        rewrite::warn_cargo(&format!(
+            "grpc-stream-codec: these services keep tonic's framing, their codec not \
+             being grpc_stream_codec::tonic::ProstCodec: {}",
+            foreign.join("; ")
+        ));
+    }
     Ok(report)
-}
-
-/// One file's text after the rewrite.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub struct RewrittenSource {
-    /// The new text (equal to the input when nothing needed changing).
-    pub text: String,
-    /// Whether the file holds a tonic-prost-build server or client.
-    pub has_services: bool,
-    /// `server::Grpc` paths pointing at this crate after the rewrite.
-    pub server_grpc_paths: usize,
-    /// `client::Grpc` paths pointing at this crate after the rewrite.
-    pub client_grpc_paths: usize,
-    /// `ClientStreamingService` / `StreamingService` paths pointing at this crate.
-    pub service_trait_paths: usize,
-    /// `Streaming` paths pointing at this crate after the rewrite.
-    pub streaming_paths: usize,
-    /// `ProstCodec` paths pointing at this crate after the rewrite.
-    pub codec_paths: usize,
-}
-
-/// Rewrites one generated file's text; see the module docs.
-///
-/// ```
-/// use grpc_stream_codec::tonic::build::rewrite_source;
-///
-/// let generated = "pub mod echo_client { pub struct EchoClient<T> { inner: tonic::client::Grpc<T> } \
-///     impl<T> EchoClient<T> where T: tonic::client::GrpcService<tonic::body::Body> {} }";
-/// let out = rewrite_source(generated).unwrap();
-/// assert!(out.text.contains("inner: ::grpc_stream_codec::tonic::client::Grpc<T>"));
-/// assert!(out.text.contains("T: tonic::client::GrpcService<tonic::body::Body>"));
-/// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
-/// ```
-pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
-    let rewritten = rewrite::rewrite(text, RULES);
-    let count = |rules: &[usize]| {
-        rewritten
-            .hits
-            .iter()
-            .filter(|h| rules.contains(&h.rule))
-            .count()
-    };
-
-    let paths = rewrite::code_paths(text);
-    let uses = |names: &[&str]| paths.iter().filter(|p| p.starts_with(text, names)).count();
-    let impls = |names: &[&str]| {
-        paths
-            .iter()
-            .filter(|p| p.starts_with(text, names) && rewrite::preceded_by_impl(text, p.start))
-            .count()
-    };
-    let impl_hits = |rule: usize| {
-        rewritten
-            .hits
-            .iter()
-            .filter(|h| h.rule == rule && rewrite::preceded_by_impl(text, h.path.start))
-            .count()
-    };
-
-    let has_server = uses(NAMED_SERVICE) > 0;
-    let has_client = uses(GRPC_SERVICE) > 0;
-    let streaming_request_methods =
-        impl_hits(CLIENT_STREAMING_SERVICE) + impl_hits(STREAMING_SERVICE);
-    let server_methods =
-        impls(UNARY_SERVICE) + impls(SERVER_STREAMING_SERVICE) + streaming_request_methods;
-    let client_methods = uses(INTO_REQUEST) + uses(INTO_STREAMING_REQUEST);
-    let server_grpc_paths = count(&[SERVER_GRPC]);
-    let client_grpc_paths = count(&[CLIENT_GRPC]);
-    let streaming_paths = count(&[STREAMING, CODEC_STREAMING]);
-    // `ProstCodecWith` is ours already and never rewritten, so it is not a hit.
-    let codec_paths = count(&[PROST_CODEC])
-        + paths
-            .iter()
-            .filter(|p| p.starts_with(text, OUR_CODEC_WITH))
-            .count();
-
-    if has_server || has_client {
-        check_codecs(text, &paths)?;
-        let missing = |expected| Err(SourceError::MissingPattern { expected });
-        if has_client && client_grpc_paths == 0 {
-            return missing("tonic::client::Grpc");
-        }
-        if server_methods > 0 && server_grpc_paths == 0 {
-            return missing("tonic::server::Grpc");
-        }
-        if streaming_request_methods > 0 && streaming_paths == 0 {
-            return missing("tonic::Streaming");
-        }
-        if server_methods + client_methods > 0 && codec_paths == 0 {
-            return missing("tonic_prost::ProstCodec");
-        }
-    }
-    Ok(RewrittenSource {
-        text: rewritten.text,
-        has_services: has_server || has_client,
-        server_grpc_paths,
-        client_grpc_paths,
-        service_trait_paths: count(&[CLIENT_STREAMING_SERVICE, STREAMING_SERVICE]),
-        streaming_paths,
-        codec_paths,
-    })
-}
-
-/// Every generated method builds its codec as `let codec = <codec_path>::default();`:
-/// that path must be the stock codec (rewritten) or this crate's.
-fn check_codecs(text: &str, paths: &[rewrite::CodePath]) -> Result<(), SourceError> {
-    let stock = RULES[PROST_CODEC].stock;
-    let foreign = paths.iter().find(|p| {
-        let last = p.segments.len() - 1;
-        rewrite::preceded_by_tokens(text, p.start, &["let", "codec", "="])
-            && last > 0
-            && p.segment(text, last) == Some("default")
-            && !p.starts_with(text, stock)
-            && !p.starts_with(text, OUR_CODEC)
-            && !p.starts_with(text, OUR_CODEC_WITH)
-    });
-    match foreign {
-        Some(codec) => Err(SourceError::ForeignCodec {
-            codec: codec_name(text, codec),
-        }),
-        None => Ok(()),
-    }
-}
-
-/// The codec's path without the `::default` after it.
-fn codec_name(text: &str, codec: &rewrite::CodePath) -> String {
-    let count = codec.segments.len() - 1;
-    let names: Vec<&str> = (0..count).filter_map(|i| codec.segment(text, i)).collect();
-    let lead = if codec.global { "::" } else { "" };
-    format!("{lead}{}", names.join("::"))
 }

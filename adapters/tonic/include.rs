@@ -1,26 +1,26 @@
-//! [`include_proto!`](crate::tonic::include_proto): includes
-//! tonic-prost-build's output and fails the build, naming the fix, when the
-//! [build hook](super::build) did not rewrite it.
+//! [`include_proto!`](crate::tonic::include_proto) and
+//! [`include_file!`](crate::tonic::include_file): include tonic-prost-build's
+//! output and fail the build, naming the fix, when the [build hook](super::build)
+//! did not rewrite it.
 //!
 //! How the check works, and why at macro expansion: `src/include_check.rs`.
 //! (A `const` assertion would let rustc print its mismatched-signature
 //! errors first, whose hints point at stock tonic.)
 
 include_check! {
-    adapter: "tonic",
     comment: "// Added by grpc_stream_codec::tonic::build: this output was rewritten onto
 // grpc-stream-codec's full framing after tonic-prost-build wrote it.
-// Checked by grpc_stream_codec::tonic::include_proto!.
+// Checked by grpc_stream_codec::tonic::include_proto! (or include_file!).
 ",
-    name: __grpc_stream_codec_tonic_check,
+    mark: __grpc_stream_codec_tonic_mark,
     stock: __tonic_include_stock
 }
 
-/// The check of a file without the hook's marker.
+/// The check of a file without the hook's mark.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __tonic_include_stock {
-    ($package:literal) => {
+    (out_dir $package:literal) => {
         compile_error!(concat!(
             "grpc-stream-codec: `",
             $package,
@@ -29,6 +29,17 @@ macro_rules! __tonic_include_stock {
             "In build.rs, call it after tonic_prost_build's compile call (compile_protos or compile_fds), ",
             "not before, and return its error: `grpc_stream_codec::tonic::build::rewrite_out_dir()?;` ",
             "(with the builder's out_dir(dir): `rewrite_dir(dir)?`)",
+        ));
+    };
+    (path $file:literal) => {
+        compile_error!(concat!(
+            "grpc-stream-codec: `",
+            $file,
+            "` is tonic-prost-build's stock output: ",
+            "grpc_stream_codec::tonic::build::rewrite_dir(dir) did not run after tonic_prost_build wrote it. ",
+            "In build.rs, call it after tonic_prost_build's compile call (compile_protos or compile_fds), ",
+            "not before, with the directory given to the builder's out_dir(dir), and return its error: ",
+            "`grpc_stream_codec::tonic::build::rewrite_dir(dir)?;`",
         ));
     };
 }
@@ -58,13 +69,41 @@ macro_rules! __tonic_include_stock {
 ///
 /// The argument is the file's path under `OUT_DIR` without `.rs`: the
 /// package name, or `"dir/my.package"` for a build script that gave the
-/// builder `out_dir(OUT_DIR/dir)`. Include each file in a module of its
-/// own (as with tonic's macro): the file's marker is an import in the
-/// module it is included into.
+/// builder `out_dir(OUT_DIR/dir)`. Several files that go into one module
+/// are named in one call, `include_proto!("a.v1", "b.v1")`; two calls in
+/// one module fail (rustc's E0252, naming a slot that says so). Include a
+/// file the hook rewrote with this macro or
+/// [`include_file!`](crate::tonic::include_file): the mark
+/// the hook leaves calls a macro they define.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __tonic_include_proto {
-    ($package:literal) => {
-        $crate::__include_checked!(tonic, __grpc_stream_codec_tonic_check, $package, ".rs");
+    ($($package:literal),+ $(,)?) => {
+        $crate::__include_checked!(tonic, __grpc_stream_codec_tonic_mark, out_dir, ".rs", [$($package),+]);
+    };
+}
+
+/// [`include_proto!`](crate::tonic::include_proto) for generated code outside `OUT_DIR`, such as code
+/// committed to the repository (the builder's `out_dir("src/pb")`): takes
+/// the file's path as `include!` does, relative to the file the macro is
+/// called in.
+///
+/// ```ignore
+/// // src/lib.rs, with build.rs running tonic_prost_build with
+/// // .out_dir("src/pb") and then grpc_stream_codec::tonic::build::rewrite_dir("src/pb")?
+/// pub mod pb {
+///     grpc_stream_codec::tonic::include_file!("pb/my.package.rs");
+/// }
+/// ```
+///
+/// A file the hook did not rewrite after tonic-prost-build wrote it fails
+/// the build with the fix as the first error, as with
+/// [`include_proto!`](crate::tonic::include_proto).
+/// Several files of one module are named in one call.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __tonic_include_file {
+    ($($file:literal),+ $(,)?) => {
+        $crate::__include_checked!(tonic, __grpc_stream_codec_tonic_mark, path, "", [$($file),+]);
     };
 }

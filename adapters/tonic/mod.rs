@@ -32,6 +32,9 @@ pub use include::__private;
 #[doc(inline)]
 pub use crate::__tonic_include_proto as include_proto;
 
+#[doc(inline)]
+pub use crate::__tonic_include_file as include_file;
+
 with_feature! {"tonic",
     // full framing's server and client glue, with tonic's API
     pub mod client;

@@ -37,8 +37,16 @@
 //! client-streaming and bidi handlers, so those handlers name this crate's
 //! `RecvStream` after the rewrite.
 //!
+//! Only files volo-build wrote are touched (a root `pub mod name { .. }`, a
+//! file with entry impls, and the files they include); any other file
+//! under the directory, such as hand-written code next to generated code
+//! committed to the repository, is left as it is and listed in
+//! [`RewriteReport::skipped_files`]. For output outside `OUT_DIR`, call
+//! [`rewrite_dir`]`(dir)` and include the root with
+//! [`include_file!`](crate::volo::include_file).
+//!
 //! Each root file of the output (one no other file includes, e.g.
-//! `volo_gen.rs`) also gets a marker appended, an import that
+//! `volo_gen.rs`) also gets a mark appended, a macro call that
 //! [`include_service!`](crate::volo::include_service) checks for: a file
 //! volo-build wrote after the hook ran (the hook was called before it) or
 //! that the hook never saw has none, and the crate including it fails to
@@ -49,16 +57,18 @@
 //! rather than leaving stock code in
 //! place, when a file implements `SendEntryMessage` or `RecvEntryMessage` but
 //! contains neither the stock nor the rewritten call (volo-build changed its
-//! output), and when no file under the directory implements either (the hook
-//! ran on the wrong directory, or before volo-build wrote anything).
+//! output), and when no file under the directory implements either (nothing
+//! was generated there: the hook ran on the wrong directory, before
+//! volo-build wrote anything, or generation is behind a cfg the hook is
+//! not). Either entry point prints its error as a `cargo::error=` line too.
 
 use std::collections::HashMap;
-use std::fmt;
-use std::io;
 use std::path::{Path, PathBuf};
 
 use super::include::MARKER;
 use crate::rewrite::{self, Rule, rule};
+
+pub use crate::rewrite::{Adapter, Entry, HookCall, RewriteError, SourceError};
 
 const ENCODE: usize = 0;
 const RECV_STREAM: usize = 1;
@@ -88,82 +98,16 @@ pub struct RewriteReport {
     /// `RecvStream` paths now pointing at the adapter (rewritten or already so).
     pub recv_stream_paths: usize,
     /// Root files (included by no other file, e.g. `volo_gen.rs`) that carry
-    /// the marker [`include_service!`](crate::volo::include_service)
+    /// the mark [`include_service!`](crate::volo::include_service)
     /// checks (added now or already there).
     pub marked_roots: usize,
+    /// Files under the directory volo-build did not write (neither a
+    /// generated root, `pub mod name { .. }`, nor one with entry impls, nor
+    /// included by one of those): left as they are.
+    pub skipped_files: Vec<PathBuf>,
 }
 
-/// Why a rewrite failed.
-///
-/// Its `Debug` form is its `Display` text, so a `build.rs` whose `main`
-/// returns `Result<(), Box<dyn Error>>` prints what to do, not the variant.
-pub enum RewriteError {
-    /// `OUT_DIR` is not set: [`rewrite_out_dir`] was called outside a build script.
-    NoOutDir,
-    /// Reading or writing a file failed.
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The error.
-        source: io::Error,
-    },
-    /// No file under the directory implements volo-grpc's entry traits.
-    NothingGenerated {
-        /// The directory searched.
-        dir: PathBuf,
-    },
-    /// A file implements an entry trait without the call the rewrite expects.
-    MissingPattern {
-        /// The file.
-        path: PathBuf,
-        /// The path that was expected (stock or rewritten), e.g.
-        /// `::volo_grpc::codec::encode::encode`.
-        expected: &'static str,
-    },
-}
-
-impl fmt::Display for RewriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            RewriteError::NoOutDir => f.write_str(
-                "OUT_DIR is not set; call rewrite_out_dir from build.rs after volo_build, \
-                 or use rewrite_dir with the generator's out_dir",
-            ),
-            RewriteError::Io { path, source } => write!(f, "{}: {source}", path.display()),
-            RewriteError::NothingGenerated { dir } => write!(
-                f,
-                "no volo-grpc SendEntryMessage/RecvEntryMessage impl found under {}; \
-                 in build.rs, run grpc_stream_codec::volo::build::rewrite_out_dir() after \
-                 volo-build's `.write()` has written its output there",
-                dir.display()
-            ),
-            RewriteError::MissingPattern { path, expected } => write!(
-                f,
-                "{} implements a volo-grpc entry trait but contains no `{expected}`; \
-                 volo-build's output is not what grpc-stream-codec {} expects",
-                path.display(),
-                env!("CARGO_PKG_VERSION")
-            ),
-        }
-    }
-}
-
-impl fmt::Debug for RewriteError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        fmt::Display::fmt(self, f)
-    }
-}
-
-impl std::error::Error for RewriteError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            RewriteError::Io { source, .. } => Some(source),
-            _ => None,
-        }
-    }
-}
-
-/// Rewrites every `.rs` file under `$OUT_DIR` (recursively, so the
+/// Rewrites volo-build's output under `$OUT_DIR` (recursively, so the
 /// per-service directories of `split_generated_files(true)` are covered).
 ///
 /// Call it from `build.rs` after volo-build has written its output, and
@@ -171,43 +115,60 @@ impl std::error::Error for RewriteError {
 /// `cargo::error=` line, so cargo shows the fix as the build's first error
 /// rather than under "failed to run custom build command".
 pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    rewrite::rewrite_out_dir(RewriteError::NoOutDir, rewrite_dir)
+    rewrite::run_out_dir(Adapter::Volo, rewrite)
 }
 
-/// Rewrites every `.rs` file under `dir`, recursively; see the module docs.
+/// Rewrites volo-build's output under `dir`, recursively; see the module
+/// docs. Like [`rewrite_out_dir`], it prints its error as a `cargo::error=`
+/// line too.
 ///
 /// Each root of the generated output (a file no other file under `dir`
 /// `include!`s, e.g. `volo_gen.rs`) that holds volo-grpc service code also
-/// gets the marker [`include_service!`](crate::volo::include_service) checks.
-/// Files that need no change are not written, so their modification times
-/// stay as volo-build left them.
+/// gets the mark [`include_service!`](crate::volo::include_service) and
+/// [`include_file!`](crate::volo::include_file) check. Files volo-build did
+/// not write are never written ([`RewriteReport::skipped_files`]); files
+/// that need no change are not written, so their modification times stay
+/// as volo-build left them.
 pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
-    let dir = dir.as_ref();
-    let io = |(path, source)| RewriteError::Io { path, source };
-    let sources = rewrite::read_sources(dir).map_err(io)?;
+    rewrite::run_dir(Adapter::Volo, dir.as_ref(), rewrite)
+}
+
+fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
+    let sources = rewrite::read_sources(dir).map_err(rewrite::io_error)?;
 
     let mut report = RewriteReport::default();
     let mut files = Vec::with_capacity(sources.len());
     for (path, text) in sources {
-        let rewritten = rewrite_source(&text).map_err(|expected| RewriteError::MissingPattern {
+        let rewritten = rewrite_source(&text).map_err(|error| RewriteError::Source {
             path: path.clone(),
-            expected,
+            error,
         })?;
         report.files_scanned += 1;
-        report.encode_paths += rewritten.encode_paths;
-        report.recv_stream_paths += rewritten.recv_stream_paths;
-        if rewritten.has_entry_impls {
-            report.files_with_entry_impls += 1;
-        }
         files.push(GeneratedFile {
             path,
             text,
             rewritten,
         });
     }
+    let generated = generated_files(&files);
+    let mut kept = Vec::with_capacity(files.len());
+    for (file, generated) in files.into_iter().zip(generated) {
+        if generated {
+            report.encode_paths += file.rewritten.encode_paths;
+            report.recv_stream_paths += file.rewritten.recv_stream_paths;
+            if file.rewritten.has_entry_impls {
+                report.files_with_entry_impls += 1;
+            }
+            kept.push(file);
+        } else {
+            report.skipped_files.push(file.path);
+        }
+    }
+    let mut files = kept;
     if report.files_with_entry_impls == 0 {
         return Err(RewriteError::NothingGenerated {
             dir: dir.to_path_buf(),
+            call,
         });
     }
 
@@ -226,7 +187,7 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
         } = file;
         (path.as_path(), text.as_str(), rewritten.text.as_str())
     });
-    report.files_rewritten = rewrite::write_changed(changes).map_err(io)?;
+    report.files_rewritten = rewrite::write_changed(changes).map_err(rewrite::io_error)?;
     Ok(report)
 }
 
@@ -261,15 +222,55 @@ impl GeneratedFile {
     }
 }
 
+/// Which files volo-build wrote: a root as pilota-build writes it (the
+/// file is one `pub mod name { .. }`), a file with entry impls, and every
+/// file such a file includes, transitively. A hand-written file that only
+/// names volo-grpc's types is none of these.
+fn generated_files(files: &[GeneratedFile]) -> Vec<bool> {
+    let index = path_index(files);
+    let mut generated = vec![false; files.len()];
+    let mut stack: Vec<usize> = (0..files.len())
+        .filter(|&i| files[i].rewritten.has_entry_impls || is_generated_root(&files[i].text))
+        .collect();
+    while let Some(i) = stack.pop() {
+        if std::mem::replace(&mut generated[i], true) {
+            continue;
+        }
+        stack.extend(
+            files[i]
+                .includes()
+                .filter_map(|path| index.get(path.as_path()).copied()),
+        );
+    }
+    generated
+}
+
+/// Whether `text` is one `pub mod name { .. }` (with the hook's mark
+/// after it once rewritten), as each root file pilota-build writes.
+fn is_generated_root(text: &str) -> bool {
+    let code = text.strip_suffix(MARKER).unwrap_or(text).trim();
+    let Some(rest) = code.strip_prefix("pub mod ") else {
+        return false;
+    };
+    let name_end = rest
+        .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .unwrap_or(rest.len());
+    name_end > 0 && rest[name_end..].trim_start().starts_with('{') && code.ends_with('}')
+}
+
+fn path_index(files: &[GeneratedFile]) -> HashMap<&Path, usize> {
+    files
+        .iter()
+        .enumerate()
+        .map(|(i, file)| (file.path.as_path(), i))
+        .collect()
+}
+
 /// The indices of the files no other file includes whose tree (the file and
 /// what it includes, transitively) holds service code: the files a user
 /// includes, and so the ones that carry the marker.
 fn include_roots(files: &[GeneratedFile]) -> Vec<usize> {
-    let index: HashMap<&Path, usize> = files
-        .iter()
-        .enumerate()
-        .map(|(i, file)| (file.path.as_path(), i))
-        .collect();
+    let index = path_index(files);
     let children: Vec<Vec<usize>> = files
         .iter()
         .map(|file| {
@@ -322,7 +323,7 @@ pub struct RewrittenSource {
 
 /// Rewrites one generated file's text.
 ///
-/// On failure returns the path the file should have contained.
+/// On failure names the path the file should have contained.
 ///
 /// ```
 /// use grpc_stream_codec::volo::build::rewrite_source;
@@ -333,7 +334,7 @@ pub struct RewrittenSource {
 /// assert!(out.text.contains("::grpc_stream_codec::volo::encode(s, compression_encoding)"));
 /// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
 /// ```
-pub fn rewrite_source(text: &str) -> Result<RewrittenSource, &'static str> {
+pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
     let rewritten = rewrite::rewrite(text, RULES);
     let count = |rule| rewritten.hits.iter().filter(|h| h.rule == rule).count();
     let encode_paths = count(ENCODE);
@@ -351,11 +352,17 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, &'static str> {
     let has_send = implements(SEND_ENTRY);
     let has_recv = implements(RECV_ENTRY);
 
+    let missing = |expected| {
+        Err(SourceError::MissingPattern {
+            adapter: Adapter::Volo,
+            expected,
+        })
+    };
     if has_send && encode_paths == 0 {
-        return Err("::volo_grpc::codec::encode::encode");
+        return missing("::volo_grpc::codec::encode::encode");
     }
     if has_recv && new_calls == 0 {
-        return Err("::volo_grpc::RecvStream::new");
+        return missing("::volo_grpc::RecvStream::new");
     }
     Ok(RewrittenSource {
         text: rewritten.text,

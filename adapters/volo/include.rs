@@ -1,24 +1,24 @@
-//! [`include_service!`](crate::volo::include_service): includes volo-build's
-//! output and fails the build, naming the fix, when the [build hook](super::build)
+//! [`include_service!`](crate::volo::include_service) and
+//! [`include_file!`](crate::volo::include_file): include volo-build's output
+//! and fail the build, naming the fix, when the [build hook](super::build)
 //! did not rewrite it.
 //!
 //! How the check works: `src/include_check.rs`.
 
 include_check! {
-    adapter: "volo",
     comment: "// Added by grpc_stream_codec::volo::build: this output was rewritten onto
 // the adapter after volo-build wrote it. Checked by
-// grpc_stream_codec::volo::include_service!.
+// grpc_stream_codec::volo::include_service! (or include_file!).
 ",
-    name: __grpc_stream_codec_volo_check,
+    mark: __grpc_stream_codec_volo_mark,
     stock: __volo_include_stock
 }
 
-/// The check of a file without the hook's marker.
+/// The check of a file without the hook's mark.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __volo_include_stock {
-    ($file:literal) => {
+    (out_dir $file:literal) => {
         compile_error!(concat!(
             "grpc-stream-codec: `",
             $file,
@@ -27,6 +27,16 @@ macro_rules! __volo_include_stock {
             "In build.rs, call it after volo-build's `.write()`, not before (the previous run's file ",
             "is still there then, and volo-build overwrites it), and return its error: ",
             "`grpc_stream_codec::volo::build::rewrite_out_dir()?;`",
+        ));
+    };
+    (path $file:literal) => {
+        compile_error!(concat!(
+            "grpc-stream-codec: `",
+            $file,
+            "` is volo-build's stock output: ",
+            "grpc_stream_codec::volo::build::rewrite_dir(dir) did not run after volo-build wrote it. ",
+            "In build.rs, call it after volo-build's `.write()`, not before, with the directory ",
+            "volo-build wrote to, and return its error: `grpc_stream_codec::volo::build::rewrite_dir(dir)?;`",
         ));
     };
 }
@@ -56,13 +66,40 @@ macro_rules! __volo_include_stock {
 ///
 /// The path is relative to `OUT_DIR` (a subdirectory is fine:
 /// `"adapter/volo_gen.rs"` for a build script that gave volo-build that
-/// `out_dir`). Include each file in a module of its own: the file defines
-/// its marker (and volo-build its `volo_gen` module) in the module it is
-/// included into.
+/// `out_dir`). Several roots that go into one module (a `volo.yml` with two
+/// entries) are named in one call, `include_service!("a.rs", "b.rs")`; two
+/// calls in one module fail (rustc's E0252, naming a slot that says so).
+/// Include a file the hook rewrote with this macro or
+/// [`include_file!`](crate::volo::include_file): the mark the hook leaves
+/// calls a macro they define.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __volo_include_service {
-    ($file:literal) => {
-        $crate::__include_checked!(volo, __grpc_stream_codec_volo_check, $file, "");
+    ($($file:literal),+ $(,)?) => {
+        $crate::__include_checked!(volo, __grpc_stream_codec_volo_mark, out_dir, "", [$($file),+]);
+    };
+}
+
+/// [`include_service!`](crate::volo::include_service) for generated code
+/// outside `OUT_DIR`, such as code committed to the repository: takes the
+/// root file's path as `include!` does, relative to the file the macro is
+/// called in.
+///
+/// ```ignore
+/// // src/lib.rs, with build.rs running volo-build with out_dir "src/gen"
+/// // and then grpc_stream_codec::volo::build::rewrite_dir("src/gen")?
+/// mod generated {
+///     grpc_stream_codec::volo::include_file!("gen/volo_gen.rs");
+/// }
+/// ```
+///
+/// A root the hook did not rewrite after volo-build wrote it fails the
+/// build with the fix as the first error. Several roots of one module are
+/// named in one call.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __volo_include_file {
+    ($($file:literal),+ $(,)?) => {
+        $crate::__include_checked!(volo, __grpc_stream_codec_volo_mark, path, "", [$($file),+]);
     };
 }

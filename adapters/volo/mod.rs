@@ -34,6 +34,9 @@ pub use include::__private;
 #[doc(inline)]
 pub use crate::__volo_include_service as include_service;
 
+#[doc(inline)]
+pub use crate::__volo_include_file as include_file;
+
 with_feature! {"volo",
     // server and client glue: the server's layers (deflate under gRPC's
     // name) and the generated clients' builder, whose transport shows the

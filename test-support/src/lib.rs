@@ -6,7 +6,8 @@
 //! ([`process`]); the process's resident memory, which sees C allocations
 //! ([`rss`]); compressible payloads ([`data`]); what an example server
 //! reports about its heap and budget, on request and at exit ([`reports`]);
-//! a fault soak against a budgeted server ([`soak`]).
+//! a fault soak against a budgeted server ([`soak`]); a user's crate a test
+//! builds with cargo ([`fixture`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -15,6 +16,7 @@
 pub mod alloc;
 pub mod burst;
 pub mod data;
+pub mod fixture;
 pub mod process;
 pub mod raw_h2;
 pub mod reports;

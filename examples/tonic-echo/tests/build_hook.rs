@@ -14,7 +14,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 
 use grpc_stream_codec::tonic::build::{
-    RewriteError, RewriteReport, SourceError, rewrite_dir, rewrite_source,
+    Adapter, RewriteError, RewriteReport, SourceError, rewrite_dir, rewrite_source,
 };
 use syn::visit::Visit;
 
@@ -330,10 +330,9 @@ fn assert_report_matches(report: &RewriteReport, checked: &Checked) {
     );
 }
 
-/// The import the hook appends to each generated file, which
+/// The mark the hook appends to each generated file, which
 /// `grpc_stream_codec::tonic::include_proto!` checks for.
-const MARKER_IMPORT: &str =
-    "use ::grpc_stream_codec::tonic::__private::rewritten as __grpc_stream_codec_tonic_check;";
+const MARKER_IMPORT: &str = "__grpc_stream_codec_tonic_mark!();";
 
 /// Each file without the marker the hook appended (checked to be there,
 /// once, at the end).
@@ -372,7 +371,7 @@ fn rewrite_and_check(generated: &Generated) -> (RewriteReport, Checked) {
 
     let err = rewrite_dir(&generated.root).unwrap_err();
     assert!(
-        matches!(&err, RewriteError::AlreadyRewritten { dir } if *dir == generated.root),
+        matches!(&err, RewriteError::AlreadyRewritten { dir, .. } if *dir == generated.root),
         "{err}"
     );
     assert_eq!(snapshot(&generated.root), after, "a second run wrote files");
@@ -489,31 +488,19 @@ fn whitespace_around_colons_in_real_output() {
 }
 
 #[test]
-fn a_foreign_codec_fails_naming_file_and_codec_and_writes_nothing() {
+fn a_foreign_codec_keeps_tonic_framing_and_the_mark() {
     let generated = generate(|b| b.codec_path("my_codecs::JsonCodec"));
     let before = snapshot(&generated.root);
-    let err = rewrite_dir(&generated.root).unwrap_err();
-    match &err {
-        RewriteError::Source {
-            path,
-            error: SourceError::ForeignCodec { codec },
-        } => {
-            assert!(path.ends_with("alpha.v1.rs"), "{}", path.display());
-            assert_eq!(codec, "my_codecs::JsonCodec");
-        }
-        other => panic!("unexpected {other}"),
-    }
-    let message = err.to_string();
-    assert!(message.contains("alpha.v1.rs"), "{message}");
-    assert!(message.contains("`my_codecs::JsonCodec`"), "{message}");
-    assert!(
-        message.contains("codec_path(\"grpc_stream_codec::tonic::ProstCodec\")"),
-        "{message}"
-    );
+    let report = rewrite_dir(&generated.root).unwrap();
+    // alpha.v1.rs and beta.rs hold services, on the foreign codec.
+    assert_eq!(report.foreign_codec_files.len(), 2, "{report:?}");
+    assert_eq!(report.server_grpc_paths, 0);
+    assert_eq!(report.marked_files, before.len());
+    // Each file is as generated, with the mark appended.
     assert_eq!(
-        snapshot(&generated.root),
+        without_markers(&snapshot(&generated.root)),
         before,
-        "a failed run wrote files"
+        "a foreign-codec file was rewritten"
     );
 }
 
@@ -522,7 +509,7 @@ fn nothing_generated_is_an_error() {
     let messages_only = generate(|b| b.build_server(false).build_client(false));
     let err = rewrite_dir(&messages_only.root).unwrap_err();
     assert!(
-        matches!(&err, RewriteError::NothingGenerated { dir } if *dir == messages_only.root),
+        matches!(&err, RewriteError::NothingGenerated { dir, .. } if *dir == messages_only.root),
         "{err}"
     );
     assert!(err.to_string().contains("build_server or build_client"));
@@ -606,7 +593,11 @@ fn output_lacking_expected_paths_fails_naming_the_file() {
         match &err {
             RewriteError::Source {
                 path,
-                error: SourceError::MissingPattern { expected },
+                error:
+                    SourceError::MissingPattern {
+                        adapter: Adapter::Tonic,
+                        expected,
+                    },
             } => {
                 assert_eq!(path, &file, "{name}");
                 assert_eq!(*expected, expected_path, "{name}");

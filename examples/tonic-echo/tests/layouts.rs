@@ -1,0 +1,134 @@
+//! The tonic build hook and include macros on each way users lay out
+//! generated code, as a user's crate would: `tests/fixtures/layouts` is a
+//! crate of its own whose `build.rs` generates with tonic-prost-build (and
+//! tonic-build's manual builder) laid out as `LAYOUT` says, built here with
+//! nested `cargo build --offline` runs in the workspace's target directory
+//! (as `build_hook.rs` does: only the fixture itself is compiled anew).
+//!
+//! Each test works on a copy of its own, so the tests can run side by side
+//! (their builds take turns on the target directory's lock).
+
+use std::fs;
+use std::path::Path;
+
+use test_support::fixture::{Fixture, first_error, stderr};
+
+fn fixture(case: &str) -> Fixture {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    Fixture::copy(
+        &manifest.join("tests/fixtures/layouts"),
+        &manifest.join("../.."),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &format!("tonic-layouts-{case}"),
+    )
+}
+
+#[test]
+fn several_packages_are_included_into_one_module() {
+    let fixture = fixture("two-in-one");
+    let built = fixture.build(&[("LAYOUT", "two-in-one")]);
+    assert!(built.status.success(), "{}", stderr(&built));
+
+    let built = fixture.build(&[("LAYOUT", "include-file")]);
+    assert!(built.status.success(), "{}", stderr(&built));
+
+    // One call per file: the first error says to list them in one call.
+    let two_calls = fixture.build(&[("LAYOUT", "two-calls")]);
+    let first = first_error(&two_calls);
+    assert!(
+        first.contains("error[E0252]")
+            && first.contains("one_include_call_per_module__list_all_its_files_in_it"),
+        "{}",
+        stderr(&two_calls)
+    );
+}
+
+#[test]
+fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
+    let fixture = fixture("committed");
+    let legacy = fixture.dir.join("src/pb/legacy.rs");
+    let hand_written = fs::read_to_string(&legacy).unwrap();
+
+    // A forgotten hook on code generated outside OUT_DIR: the include
+    // check's fix is the first error (a unary-only service compiles on
+    // stock tonic otherwise).
+    let none = fixture.build(&[("LAYOUT", "committed"), ("HOOK", "none")]);
+    let first = first_error(&none);
+    // (Each file of the call has its error; rustc orders them.)
+    assert!(
+        first.contains(
+            ".rs` is tonic-prost-build's stock output: \
+             grpc_stream_codec::tonic::build::rewrite_dir(dir) did not run after \
+             tonic_prost_build wrote it"
+        ) && first.contains("`pb/layout."),
+        "{}",
+        stderr(&none)
+    );
+
+    // Misplaced: the hook before the generator, on the stock files of the
+    // build above. The hook rewrites them, the generator writes stock code
+    // over them, and the include check names the fix.
+    let before = fixture.build(&[("LAYOUT", "committed"), ("HOOK", "before")]);
+    let first = first_error(&before);
+    assert!(
+        first.contains("grpc_stream_codec::tonic::build::rewrite_dir(dir) did not run after"),
+        "{}",
+        stderr(&before)
+    );
+
+    let after = fixture.build(&[("LAYOUT", "committed")]);
+    assert_eq!(fs::read_to_string(&legacy).unwrap(), hand_written);
+    assert!(after.status.success(), "{}", stderr(&after));
+    let generated = fs::read_to_string(fixture.dir.join("src/pb/layout.flow.rs")).unwrap();
+    assert!(generated.contains("::grpc_stream_codec::tonic::Streaming"));
+}
+
+#[test]
+fn a_mixed_directory_builds_and_names_the_services_left_on_tonic() {
+    let fixture = fixture("mixed");
+    let built = fixture.build(&[("LAYOUT", "mixed")]);
+    let text = stderr(&built);
+    assert!(built.status.success(), "{text}");
+    let warnings: Vec<&str> = text
+        .lines()
+        .filter(|line| line.contains("keep tonic's framing"))
+        .collect();
+    assert_eq!(warnings.len(), 1, "{text}");
+    assert!(
+        warnings[0].contains(
+            "layout.manual.Echo in layout.manual.Echo.rs (codec crate::codec::WrapCodec)"
+        ),
+        "{text}"
+    );
+    assert!(!warnings[0].contains("layout.plain"), "{text}");
+}
+
+#[test]
+fn hook_errors_say_what_happened_in_this_build_and_name_the_call() {
+    let fixture = fixture("no-generation");
+
+    // Nothing generated, now or before (codegen behind a feature that is
+    // off, the hook outside it).
+    let none = fixture.build(&[("LAYOUT", "committed"), ("GENERATE", "0")]);
+    let first = first_error(&none);
+    assert!(
+        first.contains("nothing was generated there, in this build or an earlier one")
+            && first.contains("call grpc_stream_codec::tonic::build::rewrite_dir(dir) after")
+            && first.contains("cargo feature"),
+        "{}",
+        stderr(&none)
+    );
+
+    // Generated (and rewritten) by an earlier build, not in this one.
+    let generated = fixture.build(&[("LAYOUT", "committed")]);
+    assert!(generated.status.success(), "{}", stderr(&generated));
+    let earlier = fixture.build(&[("LAYOUT", "committed"), ("GENERATE", "0")]);
+    let first = first_error(&earlier);
+    assert!(
+        first
+            .contains("were rewritten by an earlier build and nothing was generated in this build")
+            && first.contains("call grpc_stream_codec::tonic::build::rewrite_dir(dir) after"),
+        "{}",
+        stderr(&earlier)
+    );
+}

@@ -1,0 +1,66 @@
+//! The volo build hook and include macros on each way users lay out
+//! generated code, as a user's crate would: `tests/fixtures/layouts` is a
+//! crate of its own whose `build.rs` generates with volo-build laid out as
+//! `LAYOUT` says, built here with nested `cargo build --offline` runs in the
+//! workspace's target directory (as `hook_order.rs` does: only the fixture
+//! itself is compiled anew).
+//!
+//! Each test works on a copy of its own, so the tests can run side by side
+//! (their builds take turns on the target directory's lock).
+
+use std::fs;
+use std::path::Path;
+
+use test_support::fixture::{Fixture, first_error, stderr};
+
+fn fixture(case: &str) -> Fixture {
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    Fixture::copy(
+        &manifest.join("tests/fixtures/layouts"),
+        &manifest.join("../.."),
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+        &format!("volo-layouts-{case}"),
+    )
+}
+
+#[test]
+fn two_roots_are_included_into_one_module() {
+    let fixture = fixture("two-roots");
+    let built = fixture.build(&[("LAYOUT", "two-roots")]);
+    assert!(built.status.success(), "{}", stderr(&built));
+}
+
+#[test]
+fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
+    let fixture = fixture("committed");
+    let legacy = fixture.dir.join("src/gen/legacy.rs");
+    let hand_written = fs::read_to_string(&legacy).unwrap();
+
+    let none = fixture.build(&[("LAYOUT", "committed"), ("HOOK", "none")]);
+    let first = first_error(&none);
+    assert!(
+        first.contains(
+            "`gen/volo_gen.rs` is volo-build's stock output: \
+             grpc_stream_codec::volo::build::rewrite_dir(dir) did not run after volo-build wrote it"
+        ),
+        "{}",
+        stderr(&none)
+    );
+
+    let after = fixture.build(&[("LAYOUT", "committed")]);
+    assert_eq!(fs::read_to_string(&legacy).unwrap(), hand_written);
+    assert!(after.status.success(), "{}", stderr(&after));
+}
+
+#[test]
+fn nothing_generated_names_the_call_as_the_first_error() {
+    let fixture = fixture("no-generation");
+    let none = fixture.build(&[("LAYOUT", "committed"), ("GENERATE", "0")]);
+    let first = first_error(&none);
+    assert!(
+        first.contains("nothing was generated there, in this build or an earlier one")
+            && first.contains("call grpc_stream_codec::volo::build::rewrite_dir(dir) after"),
+        "{}",
+        stderr(&none)
+    );
+}
