@@ -36,7 +36,7 @@ pub(crate) struct Rule {
 impl Rule {
     /// Rewrites `stock` written with or without a leading `::` (the tonic
     /// hook's rules).
-    #[cfg_attr(not(feature = "tonic-build-hook"), allow(dead_code))]
+    #[cfg(feature = "tonic-build-hook")]
     pub(crate) const fn any(stock: &'static [&'static str], target: &'static str) -> Rule {
         Rule {
             stock,
@@ -47,7 +47,7 @@ impl Rule {
 
     /// Rewrites `stock` only where it is written with a leading `::` (the
     /// volo hook's rules).
-    #[cfg_attr(not(feature = "volo-build-hook"), allow(dead_code))]
+    #[cfg(feature = "volo-build-hook")]
     pub(crate) const fn global(stock: &'static [&'static str], target: &'static str) -> Rule {
         Rule {
             stock,
@@ -253,6 +253,7 @@ fn report_to_cargo(error: &dyn std::fmt::Display) {
 }
 
 /// Prints one `cargo::warning=` line.
+#[cfg(feature = "tonic-build-hook")]
 pub(crate) fn warn_cargo(text: &str) {
     println!("cargo::warning={}", text.replace(['\n', '\r'], " "));
 }
