@@ -28,7 +28,7 @@ use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
-use crate::call::{ClientDeadline, before_deadline, deadline_timer};
+use crate::call::{ClientDeadline, deadline_or, deadline_timer};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 use crate::status::Code;
@@ -207,7 +207,7 @@ where
             }
             None => request,
         };
-        let response = before_deadline(self.inner.call(request), timer.as_mut())
+        let response = deadline_or(self.inner.call(request), timer.as_mut())
             .await?
             .map_err(|error| tonic::Status::from_error(error.into()))?;
         let (parts, body) = response.into_parts();

@@ -352,12 +352,7 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
     let has_send = implements(SEND_ENTRY);
     let has_recv = implements(RECV_ENTRY);
 
-    let missing = |expected| {
-        Err(SourceError::MissingPattern {
-            adapter: Adapter::Volo,
-            expected,
-        })
-    };
+    let missing = |expected| SourceError::missing(Adapter::Volo, expected);
     if has_send && encode_paths == 0 {
         return missing("::volo_grpc::codec::encode::encode");
     }

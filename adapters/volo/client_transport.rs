@@ -33,7 +33,7 @@ use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
 use super::call_guard::volo_status;
 use super::call_scope::with_response_headers;
-use crate::call::{ClientDeadline, before_deadline, deadline_timer};
+use crate::call::{ClientDeadline, deadline_or, deadline_timer};
 use super::client_connect::Connector;
 use super::metadata;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
@@ -280,7 +280,7 @@ where
             None => request.map(Either::Left),
         };
         cx.stats.record_make_transport_start_at();
-        let response = before_deadline(self.http.request(request), timer.as_mut())
+        let response = deadline_or(self.http.request(request), timer.as_mut())
             .await?
             .map_err(|err| volo_grpc::Status::from_error(err.into()))?;
         cx.stats.record_make_transport_end_at();

@@ -68,23 +68,30 @@ pub fn deadline_exceeded() -> Status {
     Status::new(Code::DeadlineExceeded, "Deadline Exceeded")
 }
 
-/// Awaits `call`, a client's wait for the response headers, unless the
-/// deadline passes first: then `DEADLINE_EXCEEDED`. The timer is polled
-/// first, so a reset the request body made at the same deadline is not
-/// what the caller sees.
-pub async fn before_deadline<F: Future>(
+/// Awaits `call`, a client's wait for the response headers, and takes an
+/// error it ends with for `DEADLINE_EXCEEDED` when the deadline has passed:
+/// the request body reaches the same deadline and resets the stream, and
+/// that reset is not what the caller should see. Answers that come in time,
+/// the server's own deadline status among them, are left as they are.
+pub async fn deadline_or<T, E, F>(
     call: F,
     timer: Option<&mut Timer>,
-) -> Result<F::Output, Status> {
+) -> Result<Result<T, E>, Status>
+where
+    F: Future<Output = Result<T, E>>,
+{
     let mut call = std::pin::pin!(call);
     let mut timer = timer;
     std::future::poll_fn(|cx| {
-        if let Some(timer) = timer.as_mut()
-            && timer.as_mut().poll(cx).is_ready()
+        let result = ready!(call.as_mut().poll(cx));
+        if result.is_err()
+            && timer
+                .as_mut()
+                .is_some_and(|timer| timer.as_mut().poll(cx).is_ready())
         {
             return Poll::Ready(Err(deadline_exceeded()));
         }
-        call.as_mut().poll(cx).map(Ok)
+        Poll::Ready(Ok(result))
     })
     .await
 }
@@ -211,18 +218,21 @@ where
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
-        // The deadline before the body: the call's other body reaches the
-        // same deadline and resets the stream, and the reset must not be
-        // what the caller sees.
-        if this.timer.as_mut().poll(cx).is_ready() {
-            this.inner = None;
-            return Poll::Ready(Some(Err(Box::new(deadline_exceeded()))));
+        match inner.as_mut().poll_frame(cx) {
+            // An error at the deadline is the reset the call's other body
+            // made when it reached the same deadline: the deadline it is.
+            Poll::Ready(Some(Err(_))) if this.timer.as_mut().poll(cx).is_ready() => {}
+            Poll::Ready(frame) => {
+                if frame.is_none() {
+                    this.inner = None;
+                }
+                return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
+            }
+            Poll::Pending if this.timer.as_mut().poll(cx).is_ready() => {}
+            Poll::Pending => return Poll::Pending,
         }
-        let frame = ready!(inner.as_mut().poll_frame(cx));
-        if frame.is_none() {
-            this.inner = None;
-        }
-        Poll::Ready(frame.map(|frame| frame.map_err(Into::into)))
+        this.inner = None;
+        Poll::Ready(Some(Err(Box::new(deadline_exceeded()))))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -15,9 +15,7 @@ mod read_ahead;
 
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
-pub(crate) use deadline::{
-    ClientDeadline, Pumped, ServerDeadline, before_deadline, deadline_timer,
-};
+pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_or, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};

@@ -42,39 +42,40 @@ impl HookCall {
         };
         format!(
             "grpc_stream_codec::{}::build::{call}",
-            self.adapter.module()
+            self.adapter.words().module
         )
     }
 }
 
-impl Adapter {
-    fn module(self) -> &'static str {
-        match self {
-            Adapter::Tonic => "tonic",
-            Adapter::Volo => "volo",
-        }
-    }
-
+/// What an error says of an adapter's hook.
+struct AdapterWords {
+    /// The adapter's module under `grpc_stream_codec`.
+    module: &'static str,
     /// The generator's call the hook runs after.
-    fn generate_call(self) -> &'static str {
-        match self {
-            Adapter::Tonic => "tonic_prost_build's compile call (compile_protos or compile_fds)",
-            Adapter::Volo => "volo-build's `.write()`",
-        }
-    }
-
+    generate_call: &'static str,
     /// What the hook looks for, in words.
-    fn generated_code(self) -> &'static str {
-        match self {
-            Adapter::Tonic => "tonic-prost-build server or client",
-            Adapter::Volo => "volo-grpc SendEntryMessage/RecvEntryMessage impl",
-        }
-    }
+    generated_code: &'static str,
+    /// The generator, with the version the hook knows.
+    generator: &'static str,
+}
 
-    fn generator(self) -> &'static str {
+impl Adapter {
+    fn words(self) -> &'static AdapterWords {
+        const TONIC: AdapterWords = AdapterWords {
+            module: "tonic",
+            generate_call: "tonic_prost_build's compile call (compile_protos or compile_fds)",
+            generated_code: "tonic-prost-build server or client",
+            generator: "tonic-prost-build 0.14",
+        };
+        const VOLO: AdapterWords = AdapterWords {
+            module: "volo",
+            generate_call: "volo-build's `.write()`",
+            generated_code: "volo-grpc SendEntryMessage/RecvEntryMessage impl",
+            generator: "volo-build 0.12",
+        };
         match self {
-            Adapter::Tonic => "tonic-prost-build 0.14",
-            Adapter::Volo => "volo-build 0.12",
+            Adapter::Tonic => &TONIC,
+            Adapter::Volo => &VOLO,
         }
     }
 }
@@ -138,6 +139,13 @@ pub enum SourceError {
     },
 }
 
+impl SourceError {
+    /// The error of `adapter`'s output that lacks the path `expected`.
+    pub(crate) fn missing<T>(adapter: Adapter, expected: &'static str) -> Result<T, SourceError> {
+        Err(SourceError::MissingPattern { adapter, expected })
+    }
+}
+
 impl fmt::Display for SourceError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -146,9 +154,9 @@ impl fmt::Display for SourceError {
                 "holds {} code but no `{expected}`; its output is not what \
                  grpc-stream-codec {} expects (written for {}): check that the two \
                  versions match",
-                adapter.generated_code(),
+                adapter.words().generated_code,
                 env!("CARGO_PKG_VERSION"),
-                adapter.generator(),
+                adapter.words().generator,
             ),
         }
     }
@@ -164,7 +172,7 @@ impl fmt::Display for RewriteError {
                 "OUT_DIR is not set: {} runs in build.rs, after {}; for output the \
                  builder wrote elsewhere, call rewrite_dir(dir) with that directory",
                 call.function(),
-                call.adapter.generate_call(),
+                call.adapter.words().generate_call,
             ),
             RewriteError::Io { path, source } => write!(f, "{}: {source}", path.display()),
             RewriteError::NothingGenerated { dir, call } => write!(
@@ -173,10 +181,10 @@ impl fmt::Display for RewriteError {
                  an earlier one. In build.rs, call {} after {}, on the directory it \
                  wrote to, and in the same branch as the generator when that is behind \
                  a cfg or a cargo feature{}",
-                call.adapter.generated_code(),
+                call.adapter.words().generated_code,
                 dir.display(),
                 call.function(),
-                call.adapter.generate_call(),
+                call.adapter.words().generate_call,
                 match call.adapter {
                     Adapter::Tonic => ", with build_server or build_client enabled",
                     Adapter::Volo => "",
@@ -191,7 +199,7 @@ impl fmt::Display for RewriteError {
                  that is behind a cfg or a cargo feature",
                 dir.display(),
                 call.function(),
-                call.adapter.generate_call(),
+                call.adapter.words().generate_call,
             ),
             RewriteError::Source { path, error } => write!(f, "{}: {error}", path.display()),
         }

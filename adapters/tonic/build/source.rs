@@ -165,12 +165,7 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
         });
     }
     if has_server || has_client {
-        let missing = |expected| {
-            Err(SourceError::MissingPattern {
-                adapter: Adapter::Tonic,
-                expected,
-            })
-        };
+        let missing = |expected| SourceError::missing(Adapter::Tonic, expected);
         if has_client && client_grpc_paths == 0 {
             return missing("tonic::client::Grpc");
         }
