@@ -13,9 +13,9 @@
 mod deadline;
 mod read_ahead;
 
-pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
+pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
