@@ -1,5 +1,6 @@
 //! [`EncodedBatch`]: the framed messages one poll of the stream produced.
 
+use std::collections::VecDeque;
 use std::{slice, vec};
 
 use bytes::Bytes;
@@ -70,6 +71,16 @@ impl EncodedBatch {
         }
     }
 
+    /// Appends the byte nodes to `dst`, in wire order: a whole `Vec` at
+    /// once rather than one node at a time.
+    pub(crate) fn append_nodes_to(self, dst: &mut VecDeque<Bytes>) {
+        match self.nodes {
+            Nodes::Empty => {}
+            Nodes::One(node) => dst.push_back(node),
+            Nodes::Many(nodes) => dst.extend(nodes),
+        }
+    }
+
     /// Consumes the batch, yielding its byte nodes in wire order.
     pub fn into_nodes(self) -> IntoNodes {
         IntoNodes(match self.nodes {
@@ -80,10 +91,12 @@ impl EncodedBatch {
     }
 
     /// Consumes the batch, yielding its bytes as HTTP body data frames:
-    /// nodes smaller than a frame copied together into frames of up to
-    /// [`FRAME_SIZE`](super::FRAME_SIZE), a node that fills a frame by
-    /// itself by reference (each frame costs the HTTP/2 stack a send,
-    /// whatever its size).
+    /// nodes smaller than a frame copied together into payloads of whole
+    /// [`FRAME_SIZE`](super::FRAME_SIZE) frames (up to four; the last
+    /// payload may be partial), the whole frames of a node that fills a
+    /// frame by itself by reference. Each payload costs the HTTP/2 stack a
+    /// send whatever its size, and h2 cuts it into frames of the peer's
+    /// frame size.
     pub fn into_frames(self) -> impl Iterator<Item = Frame<Bytes>> {
         DataFrames::new(self).map(Frame::data)
     }
@@ -120,19 +133,19 @@ impl NodesBuilder {
             return;
         }
         self.batch.len += node.len();
-        self.batch.nodes = match std::mem::take(&mut self.batch.nodes) {
-            Nodes::Empty => Nodes::One(node),
-            Nodes::One(first) => {
+        // The common case, a batch of many nodes, pushes in place.
+        match &mut self.batch.nodes {
+            Nodes::Many(nodes) => nodes.push(node),
+            Nodes::Empty => self.batch.nodes = Nodes::One(node),
+            Nodes::One(_) => {
                 let mut nodes = Vec::with_capacity(self.hint.max(2));
-                nodes.push(first);
+                if let Nodes::One(first) = std::mem::take(&mut self.batch.nodes) {
+                    nodes.push(first);
+                }
                 nodes.push(node);
-                Nodes::Many(nodes)
+                self.batch.nodes = Nodes::Many(nodes);
             }
-            Nodes::Many(mut nodes) => {
-                nodes.push(node);
-                Nodes::Many(nodes)
-            }
-        };
+        }
     }
 
     pub(crate) fn finish(mut self, messages: usize) -> EncodedBatch {
