@@ -92,7 +92,7 @@ impl EncodedBatch {
 
     /// Consumes the batch, yielding its bytes as HTTP body data frames:
     /// nodes smaller than a frame copied together into payloads of whole
-    /// [`FRAME_SIZE`](super::FRAME_SIZE) frames (up to four; the last
+    /// [`FRAME_SIZE`](super::FRAME_SIZE) frames (up to three; the last
     /// payload may be partial), the whole frames of a node that fills a
     /// frame by itself by reference. Each payload costs the HTTP/2 stack a
     /// send whatever its size, and h2 cuts it into frames of the peer's
