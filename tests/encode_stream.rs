@@ -585,13 +585,15 @@ fn server_body_sends_nodes_as_data_then_ok_trailers() {
     let source = Script::new([
         Step::Item(Msg::with_ref(b"a", field.clone(), b"b")),
         Step::Pending,
+        Step::Pending,
         Step::Item(Msg::copied(&b"c"[..])),
     ]);
     let frames = body_frames(source, true);
     // Data in whole frames but the last of a batch: [prefix+"a" and the
     // field's head], the field's next whole frame by reference, its tail
-    // and "b" (the source was pending then: the batch, past the threshold,
-    // left without waiting), then [prefix+"c"]; then trailers.
+    // and "b" (the source was pending then, as it was when the body asked
+    // for more before the first frame: the batch, past the threshold, left
+    // without waiting), then [prefix+"c"]; then trailers.
     let shape: Vec<Option<usize>> = frames
         .iter()
         .map(|frame| frame.as_ref().unwrap().data_ref().map(Bytes::len))

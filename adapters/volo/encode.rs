@@ -55,9 +55,9 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
 /// Same shape as `volo_grpc::codec::encode::encode`, which the
 /// [build hook](super::build) replaces with it. Every message the source has
 /// ready goes into one batch (up to 32 KiB, never splitting a message) and a
-/// batch leaves in data frames of up to 16 KiB (small nodes copied
-/// together, large fields by reference), where stock volo-grpc sends each
-/// message, and each node of it, as separate frames. `None` and
+/// batch leaves in whole 16 KiB data frames (small nodes copied together,
+/// large fields by reference, several frames to a payload), where stock
+/// volo-grpc sends each message, and each node of it, as separate frames. `None` and
 /// `Some(Identity)` send uncompressed messages with flag 0. Messages larger
 /// than the send limit ([`set_default_limits`](super::set_default_limits) or
 /// a [`LimitsLayer`](super::LimitsLayer), unlimited by default) end the

@@ -110,7 +110,7 @@ where
         // allows at most 8 digits, and grpc-go refuses anything else.
         if req
             .headers()
-            .get(GRPC_TIMEOUT)
+            .get(&GRPC_TIMEOUT)
             .is_some_and(|value| !valid_timeout(value.as_bytes()))
         {
             return BinaryMetadataFuture::Refused {
@@ -201,7 +201,8 @@ pub(super) fn malformed_message(name: &HeaderName) -> String {
     malformed_binary_message(name)
 }
 
-const GRPC_TIMEOUT: &str = "grpc-timeout";
+// A name, not a `&str`: looking up by `&str` parses it on every call.
+static GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
 /// `grpc-timeout` as the spec writes it: 1 to 8 digits and a unit.
 fn valid_timeout(value: &[u8]) -> bool {

@@ -10,7 +10,7 @@
 //! `grpc-accept-encoding` on the way in, and the response's `grpc-encoding`
 //! back from `zlib` to `deflate` for a client that asked for `deflate`.
 
-use http::{HeaderMap, HeaderValue};
+use http::{HeaderMap, HeaderName, HeaderValue};
 use motore::layer::Layer;
 use motore::service::Service;
 use volo_grpc::context::ServerContext;
@@ -20,6 +20,10 @@ use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 
 const DEFLATE: &str = "deflate";
 const ZLIB: &str = "zlib";
+
+// Names, not `&str`s: looking up by `&str` parses the name on every call.
+static ENCODING: HeaderName = HeaderName::from_static(GRPC_ENCODING);
+static ACCEPT_ENCODING: HeaderName = HeaderName::from_static(GRPC_ACCEPT_ENCODING);
 
 /// A volo-grpc server layer that lets gRPC peers use `deflate`: one line,
 /// `.layer_front(DeflateNameLayer)` on the `Server`.
@@ -81,15 +85,25 @@ where
 /// not `zlib`, i.e. whether a `zlib` answer must be called `deflate`.
 pub fn rename_request_headers(headers: &mut HeaderMap) -> bool {
     if headers
-        .get(GRPC_ENCODING)
+        .get(&ENCODING)
         .is_some_and(|value| value.as_bytes() == DEFLATE.as_bytes())
     {
-        headers.insert(GRPC_ENCODING, HeaderValue::from_static(ZLIB));
+        headers.insert(ENCODING.clone(), HeaderValue::from_static(ZLIB));
     }
 
+    // Most requests name no `deflate` at all: nothing to split or rename.
+    let accepted = headers.get_all(&ACCEPT_ENCODING);
+    if !accepted.iter().any(|value| {
+        value
+            .as_bytes()
+            .windows(DEFLATE.len())
+            .any(|window| window == DEFLATE.as_bytes())
+    }) {
+        return false;
+    }
     let mut names: Vec<&str> = Vec::new();
     let mut unreadable = false;
-    for value in headers.get_all(GRPC_ACCEPT_ENCODING) {
+    for value in accepted {
         match value.to_str() {
             Ok(value) => names.extend(value.split(',').map(str::trim)),
             // Left alone: volo-grpc ignores what it cannot read anyway.
@@ -110,7 +124,7 @@ pub fn rename_request_headers(headers: &mut HeaderMap) -> bool {
     }
     match HeaderValue::try_from(renamed.join(",")) {
         Ok(value) => {
-            headers.insert(GRPC_ACCEPT_ENCODING, value);
+            headers.insert(ACCEPT_ENCODING.clone(), value);
         }
         // The names came out of valid header values and are joined by
         // commas, so this does not happen; keep the request as it was.
@@ -122,9 +136,9 @@ pub fn rename_request_headers(headers: &mut HeaderMap) -> bool {
 /// Renames a response's `grpc-encoding: zlib` to `deflate`.
 pub fn rename_response_headers(headers: &mut HeaderMap) {
     if headers
-        .get(GRPC_ENCODING)
+        .get(&ENCODING)
         .is_some_and(|value| value.as_bytes() == ZLIB.as_bytes())
     {
-        headers.insert(GRPC_ENCODING, HeaderValue::from_static(DEFLATE));
+        headers.insert(ENCODING.clone(), HeaderValue::from_static(DEFLATE));
     }
 }

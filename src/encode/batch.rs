@@ -1,5 +1,6 @@
 //! [`EncodedBatch`]: the framed messages one poll of the stream produced.
 
+use std::collections::VecDeque;
 use std::{slice, vec};
 
 use bytes::Bytes;
@@ -67,6 +68,16 @@ impl EncodedBatch {
         }
     }
 
+    /// Appends the byte nodes to `dst`, in wire order: a whole `Vec` at
+    /// once rather than one node at a time.
+    pub(crate) fn append_nodes_to(self, dst: &mut VecDeque<Bytes>) {
+        match self.nodes {
+            Nodes::Empty => {}
+            Nodes::One(node) => dst.push_back(node),
+            Nodes::Many(nodes) => dst.extend(nodes),
+        }
+    }
+
     /// Consumes the batch, yielding its byte nodes in wire order.
     pub fn into_nodes(self) -> IntoNodes {
         IntoNodes(match self.nodes {
@@ -108,19 +119,19 @@ impl NodesBuilder {
             return;
         }
         self.batch.len += node.len();
-        self.batch.nodes = match std::mem::take(&mut self.batch.nodes) {
-            Nodes::Empty => Nodes::One(node),
-            Nodes::One(first) => {
+        // The common case, a batch of many nodes, pushes in place.
+        match &mut self.batch.nodes {
+            Nodes::Many(nodes) => nodes.push(node),
+            Nodes::Empty => self.batch.nodes = Nodes::One(node),
+            Nodes::One(_) => {
                 let mut nodes = Vec::with_capacity(self.hint.max(2));
-                nodes.push(first);
+                if let Nodes::One(first) = std::mem::take(&mut self.batch.nodes) {
+                    nodes.push(first);
+                }
                 nodes.push(node);
-                Nodes::Many(nodes)
+                self.batch.nodes = Nodes::Many(nodes);
             }
-            Nodes::Many(mut nodes) => {
-                nodes.push(node);
-                Nodes::Many(nodes)
-            }
-        };
+        }
     }
 
     pub(crate) fn finish(mut self, messages: usize) -> EncodedBatch {

@@ -112,10 +112,10 @@ where
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         let mut this = self.project();
         loop {
-            // The next batch, when nothing is left or only a partial frame
-            // that a ready batch would fill: a partial frame leaves only
-            // once the source has nothing ready.
-            let wants_batch = this.frames.is_empty() || this.frames.ends_in_partial_frame();
+            // The next batch, when a ready one would make the next payload
+            // longer (each payload costs the HTTP/2 stack a send): a partial
+            // frame leaves only once the source has nothing ready.
+            let wants_batch = this.frames.wants_more();
             if wants_batch && this.end.is_none() && !*this.finished {
                 match this.stream.as_mut().poll_next(cx) {
                     Poll::Ready(Some(Ok(batch))) => {
