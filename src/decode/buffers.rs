@@ -172,7 +172,7 @@ impl MessageBuffers {
     /// [`SMALL_MESSAGE_MAX`].
     ///
     /// The assembler's fast path. Unlike [`copy_message`](Self::copy_message)
-    /// it needs no [`MessageBuilder`]: the bytes are appended to the slab's
+    /// it needs no message builder: the bytes are appended to the slab's
     /// free tail and cut off with `split`, one `memcpy` and one reference
     /// count per message; a large message is a `Vec` of exactly its length,
     /// which `Bytes::from` takes over without another allocation.
