@@ -28,7 +28,7 @@ use crate::Status;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
 };
-use crate::call::{ClientDeadline, deadline_or, deadline_timer};
+use crate::call::{ClientDeadline, deadline_exceeded, deadline_passed, deadline_timer};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 use crate::status::Code;
@@ -207,9 +207,20 @@ where
             }
             None => request,
         };
-        let response = deadline_or(self.inner.call(request), timer.as_mut())
-            .await?
-            .map_err(|error| tonic::Status::from_error(error.into()))?;
+        let response = match self.inner.call(request).await {
+            Ok(response) => response,
+            Err(error) => {
+                let status = tonic::Status::from_error(error.into());
+                // tonic's own timeout answers with its status; a transport
+                // error at the deadline is the reset the request body made
+                // when it reached the same deadline.
+                let transport = matches!(status.code(), tonic::Code::Internal | tonic::Code::Unknown);
+                if transport && deadline_passed(timer.as_mut()).await {
+                    return Err(deadline_exceeded().into());
+                }
+                return Err(status);
+            }
+        };
         let (parts, body) = response.into_parts();
         if let Some(status) = Status::from_header_map(&parts.headers)
             && status.code() != Code::Ok

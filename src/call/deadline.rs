@@ -9,7 +9,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
-use std::task::{Context, Poll, ready};
+use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -73,6 +73,7 @@ pub fn deadline_exceeded() -> Status {
 /// the request body reaches the same deadline and resets the stream, and
 /// that reset is not what the caller should see. Answers that come in time,
 /// the server's own deadline status among them, are left as they are.
+#[cfg(feature = "volo")]
 pub async fn deadline_or<T, E, F>(
     call: F,
     timer: Option<&mut Timer>,
@@ -83,7 +84,7 @@ where
     let mut call = std::pin::pin!(call);
     let mut timer = timer;
     std::future::poll_fn(|cx| {
-        let result = ready!(call.as_mut().poll(cx));
+        let result = std::task::ready!(call.as_mut().poll(cx));
         if result.is_err()
             && timer
                 .as_mut()
@@ -94,6 +95,15 @@ where
         Poll::Ready(Ok(result))
     })
     .await
+}
+
+/// Whether the deadline `timer` waits for has passed (`false` without one).
+#[cfg(feature = "tonic")]
+pub async fn deadline_passed(timer: Option<&mut Timer>) -> bool {
+    let Some(timer) = timer else {
+        return false;
+    };
+    std::future::poll_fn(|cx| Poll::Ready(timer.as_mut().poll(cx).is_ready())).await
 }
 
 /// A server's response body that ends at the call's deadline, and drives

@@ -15,7 +15,11 @@ mod read_ahead;
 
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
-pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_or, deadline_timer};
+#[cfg(feature = "volo")]
+pub(crate) use deadline::deadline_or;
+pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_timer};
+#[cfg(feature = "tonic")]
+pub(crate) use deadline::{deadline_exceeded, deadline_passed};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
