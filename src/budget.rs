@@ -289,7 +289,7 @@ impl WaitSlot {
         used
     }
 
-    /// Everything kept free, now no longer kept.
+    /// Releases everything kept free for the stream: the amount released.
     pub fn take_reserved(&mut self) -> usize {
         std::mem::take(&mut self.reserved)
     }
