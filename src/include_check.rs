@@ -5,29 +5,25 @@
 //!
 //! How the check works: the hook appends to each file it rewrites (for volo,
 //! the root of each generated tree) a call of the adapter's *mark* macro,
-//! by its bare name. The include macro defines that name (a `macro_rules!`,
-//! so a later definition shadows an earlier one without a clash) right
-//! before it includes the file, to import the adapter's
-//! `__private::rewritten` under the file's *slot*: the n-th file of one
-//! macro call gets the n-th of a fixed list of names. The macro also
-//! glob-imports `__private::fallback`, which holds every slot name as
-//! `__private::stock`; an import written in the module shadows a glob
-//! import, so the fallback is only seen when the file's mark is missing.
-//! The macro then invokes `check!` through the slot: `rewritten::check!`
-//! expands to nothing, `stock::check!` to a `compile_error!` naming the fix.
-//! All of it is resolved while macros expand, before rustc checks any type,
-//! so the message is the build's first error, ahead of the
-//! mismatched-signature errors (E0053) that handlers written for the adapter
-//! get against stock code (a `const` assertion is evaluated after type
-//! checking, so it would come after those).
+//! by its bare name. For each file, the include macro defines that name (a
+//! `macro_rules!`, so a later definition shadows an earlier one without a
+//! clash) right before it includes the file, to import the adapter's
+//! `__private::rewritten` under the file's *slot*. It also defines a
+//! private module, the file's *fallback*, that holds the slot's name as
+//! `__private::stock`, and glob-imports it: an import written in the module
+//! shadows a glob import, so the fallback is only seen when the file's mark
+//! is missing. The macro then invokes `check!` through the slot:
+//! `rewritten::check!` expands to nothing, `stock::check!` to a
+//! `compile_error!` naming the fix. All of it is resolved while macros
+//! expand, before rustc checks any type, so the message is the build's
+//! first error, ahead of the mismatched-signature errors (E0053) that
+//! handlers written for the adapter get against stock code (a `const`
+//! assertion is evaluated after type checking, so it would come after
+//! those).
 //!
-//! Slots are per macro call, so several files included into one module are
-//! named in one call (`include_service!("a.rs", "b.rs")`); two calls in one
-//! module give both files the first slot: when both are rewritten, rustc's
-//! first error (E0252) names that slot, whose name says what to write
-//! instead, and when only one is, the other's check sees its slot filled
-//! and passes (a macro call cannot tell which file filled a name in its
-//! module, so only one call per module checks every file).
+//! The slot and the fallback are named after the file's literal (by
+//! `grpc-stream-codec-macros`, as `macro_rules!` cannot make a name), so any
+//! number of include calls can share a module, each checking its own files.
 //!
 //! The mark is a macro call rather than an item so that a file carries no
 //! name of its own: a name in each file would be defined twice in a module
@@ -40,47 +36,25 @@ macro_rules! __include_rewritten {
     ($($any:tt)*) => {};
 }
 
-/// The body of an adapter's include macro: the fallback glob import, then
-/// each file with its slot. `$at` is `out_dir` (the path is under
-/// `OUT_DIR`, `$suffix` appended) or `path` (the path is `include!`'s).
+/// The body of an adapter's include macro: each file checked, under the
+/// names `grpc-stream-codec-macros` makes for it. `$at` is `out_dir` (the
+/// path is under `OUT_DIR`, `$suffix` appended) or `path` (the path is
+/// `include!`'s).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __include_checked {
     ($adapter:ident, $mark:ident, $at:ident, $suffix:literal, [$($file:literal),+]) => {
-        #[allow(unused_imports)]
-        use $crate::$adapter::__private::fallback::*;
-
-        $crate::__include_each!(
-            $adapter, $mark, $at, $suffix, [$($file)+],
-            [
-                grpc_stream_codec__one_include_call_per_module__list_all_its_files_in_it
-                __grpc_stream_codec_file_2 __grpc_stream_codec_file_3
-                __grpc_stream_codec_file_4 __grpc_stream_codec_file_5
-                __grpc_stream_codec_file_6 __grpc_stream_codec_file_7
-                __grpc_stream_codec_file_8 __grpc_stream_codec_file_9
-                __grpc_stream_codec_file_10 __grpc_stream_codec_file_11
-                __grpc_stream_codec_file_12 __grpc_stream_codec_file_13
-                __grpc_stream_codec_file_14 __grpc_stream_codec_file_15
-                __grpc_stream_codec_file_16
-            ]
-        );
+        $crate::__macros::include_checked!($crate, $adapter, $mark, $at, $suffix, [$($file),+]);
     };
 }
 
-/// One file after another, each with the next slot.
+/// One file, with its slot and its fallback module.
 #[macro_export]
 #[doc(hidden)]
-macro_rules! __include_each {
-    ($adapter:ident, $mark:ident, $at:ident, $suffix:literal, [], [$($slots:ident)*]) => {};
-    ($adapter:ident, $mark:ident, $at:ident, $suffix:literal, [$file:literal $($rest:literal)*], []) => {
-        compile_error!(
-            "grpc-stream-codec: at most 16 files in one include macro call; \
-             include the others in a module of their own"
-        );
-    };
+macro_rules! __include_checked_file {
     (
-        $adapter:ident, $mark:ident, $at:ident, $suffix:literal,
-        [$file:literal $($rest:literal)*], [$slot:ident $($slots:ident)*]
+        $adapter:ident, $mark:ident, $at:ident, $suffix:literal, $file:literal,
+        $slot:ident, $fallback:ident
     ) => {
         // What the file's mark, at its end, expands to.
         #[allow(unused_macros)]
@@ -92,16 +66,90 @@ macro_rules! __include_each {
             };
         }
 
+        #[doc(hidden)]
+        mod $fallback {
+            pub(super) use $crate::$adapter::__private::stock as $slot;
+        }
+        #[allow(unused_imports)]
+        use self::$fallback::*;
+
         $crate::__include_file!($at, $file, $suffix);
 
         // In a block, so that the invocation cannot define the name it is
         // resolved through (rustc refuses to decide that case).
         const _: () = {
-            self::$slot::check!($at $file);
+    self::$slot::check!($adapter $at $file $suffix);
         };
-
-        $crate::__include_each!($adapter, $mark, $at, $suffix, [$($rest)*], [$($slots)*]);
     };
+}
+
+/// The check of a file without the hook's mark: a `compile_error!` naming
+/// the fix in the adapter's words (`$at` as in [`__include_checked!`]).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_stock {
+    (tonic $at:ident $file:literal $suffix:literal) => {
+        $crate::__include_stock!(
+            $at $file $suffix,
+            adapter: "tonic",
+            generator: "tonic-prost-build",
+            writer: "tonic_prost_build",
+            after: "tonic_prost_build's compile call (compile_protos or compile_fds)",
+            why: ""
+        );
+    };
+    (volo $at:ident $file:literal $suffix:literal) => {
+        $crate::__include_stock!(
+            $at $file $suffix,
+            adapter: "volo",
+            generator: "volo-build",
+            writer: "volo-build",
+            after: "volo-build's `.write()`",
+            why: " (the previous run's file is still there then, and volo-build overwrites it)"
+        );
+    };
+    (
+        $at:ident $file:literal $suffix:literal,
+        adapter: $adapter:literal,
+        generator: $generator:literal,
+        writer: $writer:literal,
+        after: $after:literal,
+        why: $why:literal
+    ) => {
+        compile_error!(concat!(
+            "grpc-stream-codec: `",
+            $file,
+            $suffix,
+            $crate::__include_stock!(@where $at),
+            "is ",
+            $generator,
+            "'s stock output: grpc_stream_codec::",
+            $adapter,
+            "::build::",
+            $crate::__include_stock!(@hook $at),
+            " did not run after ",
+            $writer,
+            " wrote it. In build.rs, call it after ",
+            $after,
+            ", not before",
+            $why,
+            $crate::__include_stock!(@dir $at),
+            ", and return its error: `grpc_stream_codec::",
+            $adapter,
+            "::build::",
+            $crate::__include_stock!(@hook $at),
+            "?;`",
+            $crate::__include_stock!(@also $at),
+        ));
+    };
+    (@where out_dir) => { "` in OUT_DIR " };
+    (@where path) => { "` " };
+    (@hook out_dir) => { "rewrite_out_dir()" };
+    (@hook path) => { "rewrite_dir(dir)" };
+    (@dir out_dir) => { "" };
+    (@dir path) => { ", with the directory the generator wrote to" };
+    (@also out_dir) => { " (after a builder's out_dir(dir): `rewrite_dir(dir)?`)" };
+    (@also path) => { "" };
 }
 
 /// `include!` of a file under `OUT_DIR` or at a path.
@@ -118,10 +166,9 @@ macro_rules! __include_file {
 
 /// An adapter's half of the check: `MARKER`, what its hook appends (the
 /// `comment`, then the call of `mark`), and the `__private` module the
-/// include macro names, whose `stock::check!` is the adapter's `stock`
-/// macro.
+/// include macro names.
 macro_rules! include_check {
-    (comment: $comment:literal, mark: $mark:ident, stock: $stock:ident) => {
+    (comment: $comment:literal, mark: $mark:ident) => {
         /// What the hook appends to each file it rewrites: the mark the
         /// include macro checks for.
         pub(super) const MARKER: &str = concat!("\n", $comment, stringify!($mark), "!();\n");
@@ -136,27 +183,7 @@ macro_rules! include_check {
 
             /// The fallback: the check fails, naming the fix.
             pub mod stock {
-                pub use crate::$stock as check;
-            }
-
-            /// Glob-imported by the macro; a file's mark shadows its slot.
-            pub mod fallback {
-                pub use super::stock as grpc_stream_codec__one_include_call_per_module__list_all_its_files_in_it;
-                pub use super::stock as __grpc_stream_codec_file_2;
-                pub use super::stock as __grpc_stream_codec_file_3;
-                pub use super::stock as __grpc_stream_codec_file_4;
-                pub use super::stock as __grpc_stream_codec_file_5;
-                pub use super::stock as __grpc_stream_codec_file_6;
-                pub use super::stock as __grpc_stream_codec_file_7;
-                pub use super::stock as __grpc_stream_codec_file_8;
-                pub use super::stock as __grpc_stream_codec_file_9;
-                pub use super::stock as __grpc_stream_codec_file_10;
-                pub use super::stock as __grpc_stream_codec_file_11;
-                pub use super::stock as __grpc_stream_codec_file_12;
-                pub use super::stock as __grpc_stream_codec_file_13;
-                pub use super::stock as __grpc_stream_codec_file_14;
-                pub use super::stock as __grpc_stream_codec_file_15;
-                pub use super::stock as __grpc_stream_codec_file_16;
+                pub use crate::__include_stock as check;
             }
         }
     };

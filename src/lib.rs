@@ -88,6 +88,11 @@ macro_rules! stateless_codec_impls {
 #[macro_use]
 mod include_check;
 
+// Names per included file, for the include check.
+#[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
+#[doc(hidden)]
+pub use grpc_stream_codec_macros as __macros;
+
 // The code-only path rewriter both build hooks share.
 #[cfg(any(feature = "volo-build-hook", feature = "tonic-build-hook"))]
 mod rewrite;

@@ -12,36 +12,7 @@ include_check! {
 // grpc-stream-codec's full framing after tonic-prost-build wrote it.
 // Checked by grpc_stream_codec::tonic::include_proto! (or include_file!).
 ",
-    mark: __grpc_stream_codec_tonic_mark,
-    stock: __tonic_include_stock
-}
-
-/// The check of a file without the hook's mark.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __tonic_include_stock {
-    (out_dir $package:literal) => {
-        compile_error!(concat!(
-            "grpc-stream-codec: `",
-            $package,
-            ".rs` in OUT_DIR is tonic-prost-build's stock output: ",
-            "grpc_stream_codec::tonic::build::rewrite_out_dir() did not run after tonic_prost_build wrote it. ",
-            "In build.rs, call it after tonic_prost_build's compile call (compile_protos or compile_fds), ",
-            "not before, and return its error: `grpc_stream_codec::tonic::build::rewrite_out_dir()?;` ",
-            "(with the builder's out_dir(dir): `rewrite_dir(dir)?`)",
-        ));
-    };
-    (path $file:literal) => {
-        compile_error!(concat!(
-            "grpc-stream-codec: `",
-            $file,
-            "` is tonic-prost-build's stock output: ",
-            "grpc_stream_codec::tonic::build::rewrite_dir(dir) did not run after tonic_prost_build wrote it. ",
-            "In build.rs, call it after tonic_prost_build's compile call (compile_protos or compile_fds), ",
-            "not before, with the directory given to the builder's out_dir(dir), and return its error: ",
-            "`grpc_stream_codec::tonic::build::rewrite_dir(dir)?;`",
-        ));
-    };
+    mark: __grpc_stream_codec_tonic_mark
 }
 
 /// Includes the code tonic-prost-build generated for a proto package, like
@@ -70,8 +41,8 @@ macro_rules! __tonic_include_stock {
 /// The argument is the file's path under `OUT_DIR` without `.rs`: the
 /// package name, or `"dir/my.package"` for a build script that gave the
 /// builder `out_dir(OUT_DIR/dir)`. Several files that go into one module
-/// are named in one call, `include_proto!("a.v1", "b.v1")`; two calls in
-/// one module fail (rustc's E0252, naming a slot that says so). Include a
+/// are named in one call, `include_proto!("a.v1", "b.v1")`, or in a call
+/// each; every file is checked on its own. Include a
 /// file the hook rewrote with this macro or
 /// [`include_file!`](crate::tonic::include_file): the mark
 /// the hook leaves calls a macro they define.
@@ -99,7 +70,7 @@ macro_rules! __tonic_include_proto {
 /// A file the hook did not rewrite after tonic-prost-build wrote it fails
 /// the build with the fix as the first error, as with
 /// [`include_proto!`](crate::tonic::include_proto).
-/// Several files of one module are named in one call.
+/// Several files of one module are named in one call or in a call each.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __tonic_include_file {

@@ -10,35 +10,7 @@ include_check! {
 // the adapter after volo-build wrote it. Checked by
 // grpc_stream_codec::volo::include_service! (or include_file!).
 ",
-    mark: __grpc_stream_codec_volo_mark,
-    stock: __volo_include_stock
-}
-
-/// The check of a file without the hook's mark.
-#[macro_export]
-#[doc(hidden)]
-macro_rules! __volo_include_stock {
-    (out_dir $file:literal) => {
-        compile_error!(concat!(
-            "grpc-stream-codec: `",
-            $file,
-            "` in OUT_DIR is volo-build's stock output: ",
-            "grpc_stream_codec::volo::build::rewrite_out_dir() did not run after volo-build wrote it. ",
-            "In build.rs, call it after volo-build's `.write()`, not before (the previous run's file ",
-            "is still there then, and volo-build overwrites it), and return its error: ",
-            "`grpc_stream_codec::volo::build::rewrite_out_dir()?;`",
-        ));
-    };
-    (path $file:literal) => {
-        compile_error!(concat!(
-            "grpc-stream-codec: `",
-            $file,
-            "` is volo-build's stock output: ",
-            "grpc_stream_codec::volo::build::rewrite_dir(dir) did not run after volo-build wrote it. ",
-            "In build.rs, call it after volo-build's `.write()`, not before, with the directory ",
-            "volo-build wrote to, and return its error: `grpc_stream_codec::volo::build::rewrite_dir(dir)?;`",
-        ));
-    };
+    mark: __grpc_stream_codec_volo_mark
 }
 
 /// Includes a file volo-build wrote to `OUT_DIR`, like
@@ -67,8 +39,8 @@ macro_rules! __volo_include_stock {
 /// The path is relative to `OUT_DIR` (a subdirectory is fine:
 /// `"adapter/volo_gen.rs"` for a build script that gave volo-build that
 /// `out_dir`). Several roots that go into one module (a `volo.yml` with two
-/// entries) are named in one call, `include_service!("a.rs", "b.rs")`; two
-/// calls in one module fail (rustc's E0252, naming a slot that says so).
+/// entries) are named in one call, `include_service!("a.rs", "b.rs")`, or
+/// in a call each; every root is checked on its own.
 /// Include a file the hook rewrote with this macro or
 /// [`include_file!`](crate::volo::include_file): the mark the hook leaves
 /// calls a macro they define.
@@ -95,7 +67,7 @@ macro_rules! __volo_include_service {
 ///
 /// A root the hook did not rewrite after volo-build wrote it fails the
 /// build with the fix as the first error. Several roots of one module are
-/// named in one call.
+/// named in one call or in a call each.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __volo_include_file {
