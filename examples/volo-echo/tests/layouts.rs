@@ -28,6 +28,20 @@ fn two_roots_are_included_into_one_module() {
     let fixture = fixture("two-roots");
     let built = fixture.build(&[("LAYOUT", "two-roots")]);
     assert!(built.status.success(), "{}", stderr(&built));
+
+    // One call per root in one module: each call checks its own root.
+    let two_calls = fixture.build(&[("LAYOUT", "two-calls")]);
+    assert!(two_calls.status.success(), "{}", stderr(&two_calls));
+
+    // The second root written after the hook: its call names it, though the
+    // module's other root carries the mark.
+    let between = fixture.build(&[("LAYOUT", "two-calls"), ("HOOK", "between")]);
+    let first = first_error(&between);
+    assert!(
+        first.contains("`hook_gen.rs` in OUT_DIR is volo-build's stock output"),
+        "{}",
+        stderr(&between)
+    );
 }
 
 #[test]
