@@ -75,7 +75,7 @@ pub(super) fn describe_foreign(path: &Path, text: &str, codec: &str) -> String {
 }
 
 /// One file's text after the rewrite.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RewrittenSource {
     /// The new text (equal to the input when nothing needed changing).
     pub text: String,
@@ -156,12 +156,8 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
         return Ok(RewrittenSource {
             text: text.to_string(),
             has_services: has_server || has_client,
-            server_grpc_paths: 0,
-            client_grpc_paths: 0,
-            service_trait_paths: 0,
-            streaming_paths: 0,
-            codec_paths: 0,
             foreign_codec: Some(codec),
+            ..RewrittenSource::default()
         });
     }
     if has_server || has_client {
