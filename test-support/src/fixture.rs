@@ -60,12 +60,22 @@ impl Fixture {
     /// takes a new value each time, so a build script that reads it runs
     /// every time.
     pub fn build(&self, vars: &[(&str, &str)]) -> Output {
+        self.cargo("build", vars)
+    }
+
+    /// `cargo run --offline` of the copy with `vars` set: builds it as
+    /// [`Fixture::build`] does, then runs its binary.
+    pub fn run(&self, vars: &[(&str, &str)]) -> Output {
+        self.cargo("run", vars)
+    }
+
+    fn cargo(&self, subcommand: &str, vars: &[(&str, &str)]) -> Output {
         self.step.set(self.step.get() + 1);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let mut command = Command::new(cargo);
         command
             // Not `--quiet`: it would hide the build script's warnings.
-            .args(["build", "--offline", "--color", "never"])
+            .args([subcommand, "--offline", "--color", "never"])
             .arg("--manifest-path")
             .arg(self.dir.join("Cargo.toml"))
             .arg("--target-dir")

@@ -3,13 +3,15 @@
 //! crate of its own whose `build.rs` generates with tonic-prost-build (and
 //! tonic-build's manual builder) laid out as `LAYOUT` says, built here with
 //! nested `cargo build --offline` runs in the workspace's target directory
-//! (as `build_hook.rs` does: only the fixture itself is compiled anew).
+//! (as `build_hook.rs` does: only the fixture itself is compiled anew), and
+//! run: its binary serves the layout's services and calls each.
 //!
 //! Each test works on a copy of its own, so the tests can run side by side
 //! (their builds take turns on the target directory's lock).
 
 use std::fs;
 use std::path::Path;
+use std::process::Output;
 
 use test_support::fixture::{Fixture, first_error, stderr};
 
@@ -23,18 +25,24 @@ fn fixture(case: &str) -> Fixture {
     )
 }
 
+/// The fixture's binary ran and every call of the layout's services
+/// answered (src/main.rs).
+fn assert_answers(run: &Output) {
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success() && stdout.contains("every call answered"),
+        "{stdout}\n{}",
+        stderr(run)
+    );
+}
+
 #[test]
 fn several_packages_are_included_into_one_module() {
     let fixture = fixture("two-in-one");
-    let built = fixture.build(&[("LAYOUT", "two-in-one")]);
-    assert!(built.status.success(), "{}", stderr(&built));
-
-    let built = fixture.build(&[("LAYOUT", "include-file")]);
-    assert!(built.status.success(), "{}", stderr(&built));
-
+    assert_answers(&fixture.run(&[("LAYOUT", "two-in-one")]));
+    assert_answers(&fixture.run(&[("LAYOUT", "include-file")]));
     // One call per file in one module: each call checks its own file.
-    let two_calls = fixture.build(&[("LAYOUT", "two-calls")]);
-    assert!(two_calls.status.success(), "{}", stderr(&two_calls));
+    assert_answers(&fixture.run(&[("LAYOUT", "two-calls")]));
 
     // The second package written after the hook: its call names it, though
     // the module's other file carries the mark.
@@ -80,9 +88,9 @@ fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
         stderr(&before)
     );
 
-    let after = fixture.build(&[("LAYOUT", "committed")]);
+    let after = fixture.run(&[("LAYOUT", "committed")]);
     assert_eq!(fs::read_to_string(&legacy).unwrap(), hand_written);
-    assert!(after.status.success(), "{}", stderr(&after));
+    assert_answers(&after);
     let generated = fs::read_to_string(fixture.dir.join("src/pb/layout.flow.rs")).unwrap();
     assert!(generated.contains("::grpc_stream_codec::tonic::Streaming"));
 }
@@ -90,9 +98,11 @@ fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
 #[test]
 fn a_mixed_directory_builds_and_names_the_services_left_on_tonic() {
     let fixture = fixture("mixed");
-    let built = fixture.build(&[("LAYOUT", "mixed")]);
+    // Both services answer, from one server: the prost one on full
+    // framing, the manual one on tonic's.
+    let built = fixture.run(&[("LAYOUT", "mixed")]);
+    assert_answers(&built);
     let text = stderr(&built);
-    assert!(built.status.success(), "{text}");
     let warnings: Vec<&str> = text
         .lines()
         .filter(|line| line.contains("keep tonic's framing"))
