@@ -22,10 +22,12 @@ use std::sync::atomic::Ordering;
 use bytes::{Buf, BytesMut};
 
 use super::error::CodecError;
-#[cfg(feature = "zstd")]
-use super::pool::KEEP_CONTEXT_MAX;
 #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
-use super::pool::Pool;
+use super::pool;
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+use super::pool::Deflater;
+#[cfg(feature = "zstd")]
+use super::pool::{KEEP_CONTEXT_MAX, ZSTD_COMPRESSORS};
 use super::{Compression, CompressionEncoding, unsupported};
 use crate::status::Status;
 
@@ -67,28 +69,6 @@ static LONG_MATCHES_SEEN: std::sync::atomic::AtomicBool = std::sync::atomic::Ato
 /// it libdeflate is the faster one.
 #[cfg(any(feature = "gzip", feature = "deflate"))]
 const LONG_MATCH_RATIO: usize = 32;
-
-/// Idle zlib-rs compression states, by level and format (gzip or zlib).
-#[cfg(any(feature = "gzip", feature = "deflate"))]
-pub(super) static ZLIB_COMPRESSORS: Pool<flate2::Compress> = Pool::new();
-
-/// A libdeflate compressor and the buffer a message in several chunks is
-/// joined in (libdeflate compresses one contiguous buffer).
-#[cfg(any(feature = "gzip", feature = "deflate"))]
-pub(super) struct Deflater {
-    compressor: libdeflater::Compressor,
-    joined: Vec<u8>,
-}
-
-/// Idle gzip/deflate compressors, by level: each holds about 660 KB at
-/// levels 2-9 (libdeflate's match finder and block buffers, allocated
-/// through the Rust allocator).
-#[cfg(any(feature = "gzip", feature = "deflate"))]
-pub(super) static DEFLATERS: Pool<Deflater> = Pool::new();
-
-/// Idle zstd compression contexts, by level.
-#[cfg(feature = "zstd")]
-pub(super) static ZSTD_COMPRESSORS: Pool<zstd::zstd_safe::CCtx<'static>> = Pool::new();
 
 /// The largest joined buffer a pooled [`Deflater`] keeps.
 #[cfg(any(feature = "gzip", feature = "deflate"))]
@@ -156,14 +136,7 @@ impl Compressor {
             self.saw_long_matches((out.len() - start).saturating_mul(LONG_MATCH_RATIO) <= len);
             return result;
         }
-        let mut lease = DEFLATERS.take(level, || {
-            let level = libdeflater::CompressionLvl::new(level)
-                .map_err(|_| CodecError::new(format!("invalid deflate level {level}")))?;
-            Ok::<_, CodecError>(Deflater {
-                compressor: libdeflater::Compressor::new(level),
-                joined: Vec::new(),
-            })
-        })?;
+        let mut lease = pool::deflater(level)?;
         let Deflater { compressor, joined } = &mut *lease;
         let contiguous = input.chunk().len() == len;
         if !contiguous {
@@ -217,17 +190,14 @@ impl Compressor {
         let zstd_error = CodecError::zstd;
         let level = self.compression.zstd_level();
         let len = input.remaining();
-        let mut ctx = ZSTD_COMPRESSORS.take(level, || {
-            let mut ctx = CCtx::try_create()
-                .ok_or_else(|| CodecError::new("cannot allocate a zstd context"))?;
-            ctx.set_parameter(CParameter::CompressionLevel(level))
-                .map_err(zstd_error)?;
-            // With the size in the frame header, receivers know the
-            // output size and zstd picks a window no larger than it.
-            ctx.set_parameter(CParameter::ContentSizeFlag(true))
-                .map_err(zstd_error)?;
-            Ok::<_, CodecError>(ctx)
-        })?;
+        // With the size in each frame's header, receivers know the output
+        // size, and zstd picks a window no larger than the message.
+        let parameters = [
+            CParameter::CompressionLevel(level),
+            CParameter::ContentSizeFlag(true),
+        ];
+        let (create, set) = (CCtx::try_create, CCtx::set_parameter);
+        let mut ctx = pool::zstd_context(&ZSTD_COMPRESSORS, level, create, set, parameters)?;
         let result = ctx
             .reset(ResetDirective::SessionOnly)
             .and_then(|_| ctx.set_pledged_src_size(Some(len as u64)))
@@ -275,18 +245,9 @@ fn zlib_rs(
     out: &mut BytesMut,
     gzip: bool,
 ) -> Result<(), CodecError> {
-    use flate2::{Compress, FlushCompress, Status};
+    use flate2::{FlushCompress, Status};
 
-    // Levels are 0..=9 here (`deflate_level`), so the format fits above them.
-    let setting = level | i32::from(gzip) << 8;
-    let mut lease = ZLIB_COMPRESSORS.take(setting, || {
-        let level = flate2::Compression::new(level.unsigned_abs());
-        Ok::<_, CodecError>(if gzip {
-            Compress::new_gzip(level, 15)
-        } else {
-            Compress::new(level, true)
-        })
-    })?;
+    let mut lease = pool::zlib_compressor(level, gzip);
     let state = &mut *lease;
     state.reset();
     // Long-match messages compress far below 1/16; more room is asked for

@@ -14,10 +14,10 @@ use super::error::CodecError;
 use super::error::Failure;
 #[cfg(feature = "gzip")]
 use super::gzip::gzip_header_len;
-#[cfg(feature = "zstd")]
-use super::pool::KEEP_CONTEXT_MAX;
 #[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
-use super::pool::Pool;
+use super::pool;
+#[cfg(feature = "zstd")]
+use super::pool::{KEEP_CONTEXT_MAX, ZSTD_DECOMPRESSORS};
 #[cfg(feature = "zstd")]
 use super::zstd_window_log_max;
 use super::{CompressionEncoding, unsupported};
@@ -62,14 +62,6 @@ pub(crate) enum Bounded {
 pub struct Decompressor {
     encoding: CompressionEncoding,
 }
-
-/// Idle inflate states (zlib-rs: about 40 KB of window and tables each).
-#[cfg(any(feature = "gzip", feature = "deflate"))]
-pub(super) static INFLATERS: Pool<flate2::Decompress> = Pool::new();
-
-/// Idle zstd decompression contexts, by the window cap set on them.
-#[cfg(feature = "zstd")]
-pub(super) static ZSTD_DECOMPRESSORS: Pool<zstd::zstd_safe::DCtx<'static>> = Pool::new();
 
 impl Decompressor {
     /// A decompressor for `encoding`. Like [`Compressor`](super::Compressor) it holds no
@@ -224,9 +216,7 @@ impl Decompressor {
         sink: &mut Sink<'_>,
         zlib: bool,
     ) -> Result<&'a [u8], Failure> {
-        use flate2::Decompress;
-
-        let mut state = INFLATERS.take(0, || Ok::<_, Failure>(Decompress::new(zlib)))?;
+        let mut state = pool::inflater(zlib);
         state.reset(zlib);
         let result = inflate_with(&mut state, input, sink);
         // Stopping for room is no failure: the state is reset before reuse.
@@ -247,13 +237,11 @@ impl Decompressor {
 
         let zstd_error = |code| Failure::Corrupt(CodecError::zstd(code));
         let window_log_max = zstd_window_log_max(sink.limit);
-        let mut ctx = ZSTD_DECOMPRESSORS.take(window_log_max as i32, || {
-            let mut ctx = DCtx::try_create()
-                .ok_or_else(|| Failure::corrupt("cannot allocate a zstd context"))?;
-            ctx.set_parameter(DParameter::WindowLogMax(window_log_max))
-                .map_err(zstd_error)?;
-            Ok::<_, Failure>(ctx)
-        })?;
+        let window = [DParameter::WindowLogMax(window_log_max)];
+        let (create, set) = (DCtx::try_create, DCtx::set_parameter);
+        let setting = i32::try_from(window_log_max).unwrap_or(i32::MAX);
+        let mut ctx = pool::zstd_context(&ZSTD_DECOMPRESSORS, setting, create, set, window)
+            .map_err(Failure::Corrupt)?;
         let result = ctx
             .reset(ResetDirective::SessionOnly)
             .map_err(zstd_error)

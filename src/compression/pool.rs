@@ -1,4 +1,5 @@
-//! A process-wide pool of compression contexts, shared by every stream.
+//! The process-wide pools of compression contexts, shared by every stream,
+//! and how each kind of context is made.
 //!
 //! A context is taken for one message and given back after it, so streams
 //! reuse contexts (no set-up per message) without one pinned per idle
@@ -7,6 +8,9 @@
 //! way.
 
 use std::sync::Mutex;
+
+#[cfg(any(feature = "gzip", feature = "deflate", feature = "zstd"))]
+use super::error::CodecError;
 
 /// Idle contexts kept per pool; more given back at once are dropped.
 const MAX_IDLE: usize = 16;
@@ -49,22 +53,37 @@ impl<T> Pool<T> {
         setting: i32,
         make: impl FnOnce() -> Result<T, E>,
     ) -> Result<Lease<'_, T>, E> {
-        let found = self.lock().and_then(|mut idle| {
+        let context = match self.find(setting) {
+            Some(context) => context,
+            None => make()?,
+        };
+        Ok(self.lease(setting, context))
+    }
+
+    /// [`Pool::take`] for contexts whose making cannot fail.
+    #[cfg(any(feature = "gzip", feature = "deflate"))]
+    fn take_infallible(&self, setting: i32, make: impl FnOnce() -> T) -> Lease<'_, T> {
+        let context = self.find(setting).unwrap_or_else(make);
+        self.lease(setting, context)
+    }
+
+    /// Takes an idle context made for `setting` out of the idle list.
+    fn find(&self, setting: i32) -> Option<T> {
+        self.lock().and_then(|mut idle| {
             let index = idle.iter().rposition(|(tag, _, _)| *tag == setting)?;
             let (_, grown, context) = idle.swap_remove(index);
             release_grown(grown);
             Some(context)
-        });
-        let context = match found {
-            Some(context) => context,
-            None => make()?,
-        };
-        Ok(Lease {
+        })
+    }
+
+    fn lease(&self, setting: i32, context: T) -> Lease<'_, T> {
+        Lease {
             pool: self,
             setting,
             grown: 0,
             context: Some(context),
-        })
+        }
     }
 
     /// How many contexts are idle in the pool.
@@ -164,6 +183,91 @@ impl<T> Drop for Lease<'_, T> {
             self.pool.give(self.setting, self.grown, context);
         }
     }
+}
+
+/// Idle gzip/deflate compressors, by level: each holds about 660 KB at
+/// levels 2-9 (libdeflate's match finder and block buffers, allocated
+/// through the Rust allocator).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) static DEFLATERS: Pool<Deflater> = Pool::new();
+
+/// A libdeflate compressor and the buffer a message in several chunks is
+/// joined in (libdeflate compresses one contiguous buffer).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) struct Deflater {
+    pub(super) compressor: libdeflater::Compressor,
+    pub(super) joined: Vec<u8>,
+}
+
+/// A pooled libdeflate compressor for `level` (0..=12).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) fn deflater(level: i32) -> Result<Lease<'static, Deflater>, CodecError> {
+    DEFLATERS.take(level, || {
+        let level = libdeflater::CompressionLvl::new(level)
+            .map_err(|_| CodecError::new(format!("invalid deflate level {level}")))?;
+        Ok(Deflater {
+            compressor: libdeflater::Compressor::new(level),
+            joined: Vec::new(),
+        })
+    })
+}
+
+/// Idle zlib-rs compression states, by level and format (gzip or zlib).
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+static ZLIB_COMPRESSORS: Pool<flate2::Compress> = Pool::new();
+
+/// A pooled zlib-rs compression state for `level` (0..=9), writing gzip or
+/// zlib; the caller resets it.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) fn zlib_compressor(level: i32, gzip: bool) -> Lease<'static, flate2::Compress> {
+    // The format's bit sits above every level.
+    let setting = level | i32::from(gzip) << 8;
+    ZLIB_COMPRESSORS.take_infallible(setting, || {
+        let level = flate2::Compression::new(level.unsigned_abs());
+        if gzip {
+            flate2::Compress::new_gzip(level, 15)
+        } else {
+            flate2::Compress::new(level, true)
+        }
+    })
+}
+
+/// Idle inflate states (zlib-rs: about 40 KB of window and tables each),
+/// for either format: a reset sets it.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+static INFLATERS: Pool<flate2::Decompress> = Pool::new();
+
+/// A pooled zlib-rs inflate state; the caller resets it for its format.
+#[cfg(any(feature = "gzip", feature = "deflate"))]
+pub(super) fn inflater(zlib: bool) -> Lease<'static, flate2::Decompress> {
+    INFLATERS.take_infallible(0, || flate2::Decompress::new(zlib))
+}
+
+/// Idle zstd compression contexts, by level.
+#[cfg(feature = "zstd")]
+pub(super) static ZSTD_COMPRESSORS: Pool<zstd::zstd_safe::CCtx<'static>> = Pool::new();
+
+/// Idle zstd decompression contexts, by the window cap set on them.
+#[cfg(feature = "zstd")]
+pub(super) static ZSTD_DECOMPRESSORS: Pool<zstd::zstd_safe::DCtx<'static>> = Pool::new();
+
+/// A zstd context (either direction) from `pool`, or a new one made with
+/// `create`, each of `parameters` set on it with `set`.
+#[cfg(feature = "zstd")]
+pub(super) fn zstd_context<C, P>(
+    pool: &'static Pool<C>,
+    setting: i32,
+    create: fn() -> Option<C>,
+    set: fn(&mut C, P) -> zstd::zstd_safe::SafeResult,
+    parameters: impl IntoIterator<Item = P>,
+) -> Result<Lease<'static, C>, CodecError> {
+    pool.take(setting, || {
+        let mut ctx = create().ok_or_else(|| CodecError::new("cannot allocate a zstd context"))?;
+        for parameter in parameters {
+            set(&mut ctx, parameter).map_err(CodecError::zstd)?;
+        }
+        Ok(ctx)
+    })
 }
 
 #[cfg(test)]
