@@ -16,7 +16,7 @@ use bytes::Bytes;
 use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
-use super::read_ahead::{BoxError, Pump};
+use super::read_ahead::{BoxError, Pump, TransportBody};
 use crate::PolledFrame;
 use crate::status::{Code, Status};
 
@@ -215,11 +215,7 @@ impl<B> ClientDeadline<B> {
     }
 }
 
-impl<B> Body for ClientDeadline<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+impl<B: TransportBody> Body for ClientDeadline<B> {
     type Data = Bytes;
     type Error = BoxError;
 

@@ -52,13 +52,23 @@ const GRANT_STEP: usize = 16 * 1024;
 /// this crate's [`Status`] when the call was ended (its deadline passed).
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
+/// A transport's body as the call bodies wrap it: bytes, and an error that
+/// can be boxed into [`BoxError`].
+pub trait TransportBody: Body<Data = Bytes, Error: Into<BoxError>> {}
+
+impl<B> TransportBody for B
+where
+    B: Body<Data = Bytes>,
+    B::Error: Into<BoxError>,
+{
+}
+
 /// Splits `body` into the body a handler reads and the pump that reads
 /// ahead of it (see the module docs). With `budget`, the backlog is counted
 /// against it and stops growing when it cannot grant.
 pub fn read_ahead<B>(body: B, budget: Option<Budget>) -> (ReadAheadBody<B>, Pump)
 where
-    B: Body<Data = Bytes> + Send + 'static,
-    B::Error: Into<BoxError>,
+    B: TransportBody + Send + 'static,
 {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -290,11 +300,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<B> Shared<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+impl<B: TransportBody> Shared<B> {
     /// Polls the transport body with a waker that wakes reader and pump.
     fn poll_body(&self, body: &mut Pin<Box<B>>) -> PolledFrame<B::Error> {
         let waker = Waker::from(self.wakers.clone());
@@ -302,11 +308,7 @@ where
     }
 }
 
-impl<B> Pumpable for Shared<B>
-where
-    B: Body<Data = Bytes> + Send,
-    B::Error: Into<BoxError>,
-{
+impl<B: TransportBody + Send> Pumpable for Shared<B> {
     fn pump(&self, cx: &mut Context<'_>) {
         Wakers::set(&self.wakers.pump, cx.waker());
         let mut state = lock(&self.state);
@@ -365,11 +367,7 @@ where
     }
 }
 
-impl<B> Body for ReadAheadBody<B>
-where
-    B: Body<Data = Bytes>,
-    B::Error: Into<BoxError>,
-{
+impl<B: TransportBody> Body for ReadAheadBody<B> {
     type Data = Bytes;
     type Error = BoxError;
 
