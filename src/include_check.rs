@@ -8,9 +8,9 @@
 //! by its bare name. For each file, the include macro defines that name (a
 //! `macro_rules!`, so a later definition shadows an earlier one without a
 //! clash) right before it includes the file, to import the adapter's
-//! `__private::rewritten` under the file's *slot*. It also defines a
+//! `__include_private::rewritten` under the file's *slot*. It also defines a
 //! private module, the file's *fallback*, that holds the slot's name as
-//! `__private::stock`, and glob-imports it: an import written in the module
+//! `__include_private::stock`, and glob-imports it: an import written in the module
 //! shadows a glob import, so the fallback is only seen when the file's mark
 //! is missing. The macro then invokes `check!` through the slot:
 //! `rewritten::check!` expands to nothing, `stock::check!` to a
@@ -62,13 +62,13 @@ macro_rules! __include_checked_file {
             () => {
                 #[doc(hidden)]
                 #[allow(unused_imports)]
-                use $crate::$adapter::__private::rewritten as $slot;
+                use $crate::__include_private::rewritten as $slot;
             };
         }
 
         #[doc(hidden)]
         mod $fallback {
-            pub(super) use $crate::$adapter::__private::stock as $slot;
+            pub(super) use $crate::__include_private::stock as $slot;
         }
         #[allow(unused_imports)]
         use self::$fallback::*;
@@ -165,26 +165,25 @@ macro_rules! __include_file {
 }
 
 /// An adapter's half of the check: `MARKER`, what its hook appends (the
-/// `comment`, then the call of `mark`), and the `__private` module the
-/// include macro names.
+/// `comment`, then the call of `mark`).
 macro_rules! include_check {
     (comment: $comment:literal, mark: $mark:ident) => {
         /// What the hook appends to each file it rewrites: the mark the
         /// include macro checks for.
         pub(super) const MARKER: &str = concat!("\n", $comment, stringify!($mark), "!();\n");
-
-        /// Support for the adapter's include macros; not an API.
-        #[doc(hidden)]
-        pub mod __private {
-            /// What a file's mark imports: the check passes.
-            pub mod rewritten {
-                pub use crate::__include_rewritten as check;
-            }
-
-            /// The fallback: the check fails, naming the fix.
-            pub mod stock {
-                pub use crate::__include_stock as check;
-            }
-        }
     };
+}
+
+/// Support for the include macros; not an API. The two ways a file's slot
+/// resolves, each to a `check!` macro.
+pub mod checks {
+    /// What a file's mark imports: the check passes.
+    pub mod rewritten {
+        pub use crate::__include_rewritten as check;
+    }
+
+    /// The fallback: the check fails, naming the fix.
+    pub mod stock {
+        pub use crate::__include_stock as check;
+    }
 }

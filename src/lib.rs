@@ -88,6 +88,10 @@ macro_rules! stateless_codec_impls {
 #[macro_use]
 mod include_check;
 
+#[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
+#[doc(hidden)]
+pub use include_check::checks as __include_private;
+
 // Names per included file, for the include check.
 #[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
 #[doc(hidden)]

@@ -7,6 +7,11 @@
 //! (A `const` assertion would let rustc print its mismatched-signature
 //! errors first, whose hints point at stock tonic.)
 
+#[doc(inline)]
+pub use crate::__tonic_include_file as include_file;
+#[doc(inline)]
+pub use crate::__tonic_include_proto as include_proto;
+
 include_check! {
     comment: "// Added by grpc_stream_codec::tonic::build: this output was rewritten onto
 // grpc-stream-codec's full framing after tonic-prost-build wrote it.

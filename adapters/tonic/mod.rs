@@ -26,14 +26,8 @@
 pub mod build;
 mod include;
 
-#[doc(hidden)]
-pub use include::__private;
-
 #[doc(inline)]
-pub use crate::__tonic_include_proto as include_proto;
-
-#[doc(inline)]
-pub use crate::__tonic_include_file as include_file;
+pub use include::{include_file, include_proto};
 
 with_feature! {"tonic",
     // full framing's server and client glue, with tonic's API

@@ -5,6 +5,11 @@
 //!
 //! How the check works: `src/include_check.rs`.
 
+#[doc(inline)]
+pub use crate::__volo_include_file as include_file;
+#[doc(inline)]
+pub use crate::__volo_include_service as include_service;
+
 include_check! {
     comment: "// Added by grpc_stream_codec::volo::build: this output was rewritten onto
 // the adapter after volo-build wrote it. Checked by

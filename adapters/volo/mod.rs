@@ -28,14 +28,8 @@
 pub mod build;
 mod include;
 
-#[doc(hidden)]
-pub use include::__private;
-
 #[doc(inline)]
-pub use crate::__volo_include_service as include_service;
-
-#[doc(inline)]
-pub use crate::__volo_include_file as include_file;
+pub use include::{include_file, include_service};
 
 with_feature! {"volo",
     // server and client glue: the server's layers (deflate under gRPC's
