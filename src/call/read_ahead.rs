@@ -41,8 +41,16 @@ pub const READ_AHEAD_MAX: usize = 256 * 1024;
 /// into the backlog's contiguous buffer instead of being kept whole.
 const SMALL_FRAME: usize = 256;
 
-/// The size of the buffers small frames are copied into.
-const SMALL_CHUNK: usize = 16 * 1024;
+/// The size of the first buffer small frames are copied into after the
+/// backlog emptied: in step with a reader that keeps up, each chunk holds a
+/// frame or two, and an allocation of this size is a cheap one.
+const FIRST_CHUNK: usize = 1024;
+
+/// The largest buffer small frames are copied into: chunks double up to it
+/// while they fill (a peer sending faster than the handler reads).
+const LAST_CHUNK: usize = 16 * 1024;
+
+const _: () = assert!(SMALL_FRAME <= FIRST_CHUNK && FIRST_CHUNK <= LAST_CHUNK);
 
 /// How much of the receive budget the backlog asks for at a time, so a
 /// stream of small frames takes the budget's lock once per this many bytes.
@@ -146,11 +154,17 @@ enum End {
 
 /// Frames taken ahead, in order: whole large frames and sealed chunks of
 /// copied small ones, then the chunk small frames are being copied into.
+///
+/// The chunk small frames are copied into is handed over whole when it is
+/// sealed or read: `small` holds an allocation only while it holds unread
+/// bytes, so a stream that sits idle pins no chunk.
 #[derive(Default)]
 struct Backlog {
     /// Each with whether it is a large frame (kept whole).
     frames: VecDeque<(Bytes, bool)>,
     small: BytesMut,
+    /// The capacity of the next chunk (0 for [`FIRST_CHUNK`]).
+    next_chunk: usize,
     len: usize,
     /// Large frames held: while there is one, nothing more is taken ahead.
     large: usize,
@@ -161,9 +175,13 @@ impl Backlog {
         self.len += data.len();
         if data.len() < SMALL_FRAME {
             if self.small.capacity() - self.small.len() < data.len() {
-                // Fixed-size chunks: no buffer grows (and copies) past one.
+                // Chunks of a fixed size each: no buffer grows (and copies).
+                if !self.small.is_empty() {
+                    // A chunk filled before the reader took it.
+                    self.next_chunk = (self.next_chunk.max(FIRST_CHUNK) * 2).min(LAST_CHUNK);
+                }
                 self.seal_small();
-                self.small = BytesMut::with_capacity(SMALL_CHUNK);
+                self.small = BytesMut::with_capacity(self.next_chunk.max(FIRST_CHUNK));
             }
             self.small.extend_from_slice(&data);
         } else {
@@ -182,7 +200,8 @@ impl Backlog {
 
     fn seal_small(&mut self) {
         if !self.small.is_empty() {
-            self.frames.push_back((self.small.split().freeze(), false));
+            let chunk = std::mem::take(&mut self.small).freeze();
+            self.frames.push_back((chunk, false));
         }
     }
 
@@ -192,7 +211,11 @@ impl Backlog {
                 self.large -= usize::from(large);
                 data
             }
-            None if !self.small.is_empty() => self.small.split().freeze(),
+            None if !self.small.is_empty() => {
+                // The backlog is empty now: the next burst starts small.
+                self.next_chunk = 0;
+                std::mem::take(&mut self.small).freeze()
+            }
             None => return None,
         };
         self.len -= data.len();
@@ -432,5 +455,63 @@ impl<B> std::fmt::Debug for ReadAheadBody<B> {
         f.debug_struct("ReadAheadBody")
             .field("held", &state.backlog.len)
             .finish_non_exhaustive()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn small_frame(byte: u8) -> Bytes {
+        Bytes::from(vec![byte; 100])
+    }
+
+    fn drain(backlog: &mut Backlog) -> Vec<u8> {
+        let mut read = Vec::new();
+        while let Some(data) = backlog.pop() {
+            read.extend_from_slice(&data);
+        }
+        read
+    }
+
+    #[test]
+    fn a_read_backlog_keeps_no_chunk() {
+        let mut backlog = Backlog::default();
+        for byte in 0..40 {
+            backlog.push(small_frame(byte));
+        }
+        let read = drain(&mut backlog);
+        assert_eq!(read.len(), 4000);
+        assert!(
+            read.chunks(100)
+                .enumerate()
+                .all(|(i, f)| f.iter().all(|&b| b == i as u8))
+        );
+        assert_eq!(backlog.small.capacity(), 0, "an idle stream pins no chunk");
+
+        // Sealed at the end of the body (or before a large frame): the chunk
+        // leaves with its bytes, not only its filled part.
+        backlog.push(small_frame(1));
+        backlog.seal_small();
+        assert_eq!(backlog.small.capacity(), 0);
+        assert_eq!(drain(&mut backlog), vec![1; 100]);
+    }
+
+    #[test]
+    fn chunks_grow_while_they_fill_and_start_small_after_a_read() {
+        let mut backlog = Backlog::default();
+        backlog.push(small_frame(0));
+        assert_eq!(backlog.small.capacity(), FIRST_CHUNK);
+        let mut capacities = vec![FIRST_CHUNK];
+        for _ in 0..600 {
+            backlog.push(small_frame(0));
+            if capacities.last() != Some(&backlog.small.capacity()) {
+                capacities.push(backlog.small.capacity());
+            }
+        }
+        assert_eq!(capacities, [1024, 2048, 4096, 8192, 16384]);
+        drain(&mut backlog);
+        backlog.push(small_frame(0));
+        assert_eq!(backlog.small.capacity(), FIRST_CHUNK);
     }
 }

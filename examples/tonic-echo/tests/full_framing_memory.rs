@@ -92,9 +92,8 @@ fn idle_streams_keep_nothing_of_an_echoed_mebibyte() {
     );
     // Stock tonic keeps its read and write buffers at the message's size.
     assert!(stock > 1.5 * MIB_F, "stock: {stock} bytes per stream");
-    // 1,000 such streams in 64 MiB is 64 KiB each.
-    assert!(
-        full < 64.0 * 1024.0,
-        "full framing: {full} bytes per stream"
-    );
+    // A stream's own state (h2's, the handler's, the read-ahead's), and
+    // nothing sized by the message: a buffer of a few KiB kept per idle
+    // stream would cross it.
+    assert!(full < 6.0 * 1024.0, "full framing: {full} bytes per stream");
 }
