@@ -68,6 +68,6 @@ with_feature! {"volo",
     pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
     pub use recv::{PilotaDecoder, RecvStream};
-    pub use server::{DeflateName, DeflateNameLayer, rename_request_headers, rename_response_headers};
+    pub use server::{DeflateName, DeflateNameLayer};
     pub use status::{code_from_volo, code_to_volo};
 }

@@ -83,7 +83,7 @@ where
 /// Renames `deflate` to `zlib` in a request's `grpc-encoding` and
 /// `grpc-accept-encoding`. Returns whether the client accepts `deflate` but
 /// not `zlib`, i.e. whether a `zlib` answer must be called `deflate`.
-pub fn rename_request_headers(headers: &mut HeaderMap) -> bool {
+fn rename_request_headers(headers: &mut HeaderMap) -> bool {
     if headers
         .get(&ENCODING)
         .is_some_and(|value| value.as_bytes() == DEFLATE.as_bytes())
@@ -134,7 +134,7 @@ pub fn rename_request_headers(headers: &mut HeaderMap) -> bool {
 }
 
 /// Renames a response's `grpc-encoding: zlib` to `deflate`.
-pub fn rename_response_headers(headers: &mut HeaderMap) {
+fn rename_response_headers(headers: &mut HeaderMap) {
     if headers
         .get(&ENCODING)
         .is_some_and(|value| value.as_bytes() == ZLIB.as_bytes())
