@@ -14,9 +14,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, RwLock};
 
 use motore::layer::Layer;
-use motore::service::Service;
 
 use super::scoped::{self, Scoped};
+use super::service::wrap_service;
 use crate::budget::{Budget, ReceiveBudgetLayer, ReceiveBudgetService};
 
 static DEFAULT_SET: AtomicBool = AtomicBool::new(false);
@@ -95,25 +95,15 @@ impl<S> Layer<S> for ReceiveBudgetLayer {
     }
 }
 
-impl<Cx, Req, S> Service<Cx, Req> for ReceiveBudgetService<S>
-where
-    S: Service<Cx, Req> + Sync,
-    Cx: Send,
-    Req: Send,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-
-    async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
-        let scope = Scope {
-            budget: self.layer.budget().clone(),
-            taken: Arc::new(AtomicBool::new(false)),
-        };
-        let taken = scope.taken.clone();
-        let result = Scoped::new(&SCOPED, scope, self.inner.call(cx, req)).await;
-        if result.is_ok() && !taken.load(Ordering::Relaxed) {
-            self.layer.note_uncounted(UNCOUNTED);
-        }
-        result
+wrap_service!(ReceiveBudgetService, |this, cx, req| {
+    let scope = Scope {
+        budget: this.layer.budget().clone(),
+        taken: Arc::new(AtomicBool::new(false)),
+    };
+    let taken = scope.taken.clone();
+    let result = Scoped::new(&SCOPED, scope, this.inner.call(cx, req)).await;
+    if result.is_ok() && !taken.load(Ordering::Relaxed) {
+        this.layer.note_uncounted(UNCOUNTED);
     }
-}
+    result
+});

@@ -34,14 +34,13 @@
 
 use http::{HeaderMap, HeaderValue};
 use motore::layer::Layer;
-use motore::service::Service;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::context::ClientContext;
-use volo_grpc::{Request, Response};
 
 use super::compression::{compression_from_volo, encoding_from_volo};
 use super::call_scope::{CallScope, ResponseHeaders, SCOPE};
 use super::scoped::Scoped;
+use super::service::wrap_service;
 use crate::compression::{Compression, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 
 /// A volo-grpc client layer that compresses requests and accepts compressed
@@ -133,38 +132,24 @@ pub struct ClientCompressionService<S> {
     config: ClientCompressionLayer,
 }
 
-impl<S, T, U> Service<ClientContext, Request<T>> for ClientCompressionService<S>
-where
-    S: Service<ClientContext, Request<T>, Response = Response<U>> + Sync,
-    T: Send,
-    U: Send,
-{
-    type Response = Response<U>;
-    type Error = S::Error;
-
-    async fn call(
-        &self,
-        cx: &mut ClientContext,
-        mut req: Request<T>,
-    ) -> Result<Self::Response, Self::Error> {
-        self.config.write_headers(req.metadata_mut().headers_mut());
-        // Every response gets the slot, whatever this client accepts: some
-        // servers (grpcio) compress responses the client never listed, and
-        // any encoding this build supports can be read.
-        let response_headers = ResponseHeaders::default();
-        let scope = CallScope {
-            send: self.config.send,
-            response: Some(response_headers.clone()),
-        };
-        let response = Scoped::new(&SCOPE, scope, self.inner.call(cx, req)).await?;
-        // A stream made by volo-grpc's own transport waits for them; one made
-        // by the hook's transport got them from it and left this slot alone.
-        if response_headers.is_awaited() {
-            response_headers.set(response.metadata().headers());
-        }
-        Ok(response)
+wrap_service!(ClientCompressionService on ClientContext, |this, cx, mut req| {
+    this.config.write_headers(req.metadata_mut().headers_mut());
+    // Every response gets the slot, whatever this client accepts: some
+    // servers (grpcio) compress responses the client never listed, and
+    // any encoding this build supports can be read.
+    let response_headers = ResponseHeaders::default();
+    let scope = CallScope {
+        send: this.config.send,
+        response: Some(response_headers.clone()),
+    };
+    let response = Scoped::new(&SCOPE, scope, this.inner.call(cx, req)).await?;
+    // A stream made by volo-grpc's own transport waits for them; one made
+    // by the hook's transport got them from it and left this slot alone.
+    if response_headers.is_awaited() {
+        response_headers.set(response.metadata().headers());
     }
-}
+    Ok(response)
+});
 
 // The encoder reads the call's send compression from here.
 pub(super) use super::call_scope::scoped_send;

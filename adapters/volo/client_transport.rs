@@ -36,6 +36,7 @@ use super::call_scope::with_response_headers;
 use crate::call::{ClientDeadline, deadline_or, deadline_timer};
 use super::client_connect::Connector;
 use super::metadata;
+use super::service::wrap_service;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
 use crate::PolledFrame;
@@ -126,28 +127,18 @@ pub struct RestoreBinaryService<S> {
     inner: S,
 }
 
-impl<S, T, U> Service<ClientContext, Request<T>> for RestoreBinaryService<S>
-where
-    S: Service<ClientContext, Request<T>, Response = Response<U>> + Sync,
-    T: Send,
-    U: Send,
-{
-    type Response = Response<U>;
-    type Error = S::Error;
-
-    async fn call(&self, cx: &mut ClientContext, req: Request<T>) -> Result<Response<U>, S::Error> {
-        let mut response = self.inner.call(cx, req).await?;
-        if let Some(StashedBinary(binary)) = response.extensions_mut().remove() {
-            let headers = response.metadata_mut().headers_mut();
-            for (name, value) in binary {
-                if let Some(name) = name {
-                    headers.append(name, value);
-                }
+wrap_service!(RestoreBinaryService on ClientContext, |this, cx, req| {
+    let mut response = this.inner.call(cx, req).await?;
+    if let Some(StashedBinary(binary)) = response.extensions_mut().remove() {
+        let headers = response.metadata_mut().headers_mut();
+        for (name, value) in binary {
+            if let Some(name) = name {
+                headers.append(name, value);
             }
         }
-        Ok(response)
     }
-}
+    Ok(response)
+});
 
 /// volo-grpc's client transport, reading the response headers safely.
 pub struct Transport<U> {

@@ -15,9 +15,9 @@ use std::cell::RefCell;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use motore::layer::Layer;
-use motore::service::Service;
 
 use super::scoped::{self, Scoped};
+use super::service::wrap_service;
 use crate::envelope::{DEFAULT_MAX_RECEIVE_SIZE, Limits};
 
 thread_local! {
@@ -123,16 +123,6 @@ pub struct LimitsService<S> {
     limits: Limits,
 }
 
-impl<Cx, Req, S> Service<Cx, Req> for LimitsService<S>
-where
-    S: Service<Cx, Req> + Sync,
-    Cx: Send,
-    Req: Send,
-{
-    type Response = S::Response;
-    type Error = S::Error;
-
-    async fn call(&self, cx: &mut Cx, req: Req) -> Result<S::Response, S::Error> {
-        Scoped::new(&SCOPED, self.limits, self.inner.call(cx, req)).await
-    }
-}
+wrap_service!(LimitsService, |this, cx, req| {
+    Scoped::new(&SCOPED, this.limits, this.inner.call(cx, req)).await
+});

@@ -57,6 +57,8 @@ with_feature! {"volo",
     mod budget;
     mod limits;
     mod scoped;
+    // the shape every layer's service has
+    mod service;
 
     pub use budget::{default_budget, set_default_budget};
     pub use crate::budget::{ReceiveBudgetLayer, ReceiveBudgetService};

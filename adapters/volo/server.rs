@@ -12,10 +12,9 @@
 
 use http::{HeaderMap, HeaderName, HeaderValue};
 use motore::layer::Layer;
-use motore::service::Service;
 use volo_grpc::context::ServerContext;
-use volo_grpc::{Request, Response};
 
+use super::service::wrap_service;
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 
 const DEFLATE: &str = "deflate";
@@ -57,28 +56,14 @@ pub struct DeflateName<S> {
     inner: S,
 }
 
-impl<S, B, R> Service<ServerContext, Request<B>> for DeflateName<S>
-where
-    S: Service<ServerContext, Request<B>, Response = Response<R>> + Sync,
-    B: Send,
-    R: Send,
-{
-    type Response = Response<R>;
-    type Error = S::Error;
-
-    async fn call(
-        &self,
-        cx: &mut ServerContext,
-        mut req: Request<B>,
-    ) -> Result<Self::Response, Self::Error> {
-        let answer_deflate = rename_request_headers(req.metadata_mut().headers_mut());
-        let mut response = self.inner.call(cx, req).await?;
-        if answer_deflate {
-            rename_response_headers(response.metadata_mut().headers_mut());
-        }
-        Ok(response)
+wrap_service!(DeflateName on ServerContext, |this, cx, mut req| {
+    let answer_deflate = rename_request_headers(req.metadata_mut().headers_mut());
+    let mut response = this.inner.call(cx, req).await?;
+    if answer_deflate {
+        rename_response_headers(response.metadata_mut().headers_mut());
     }
-}
+    Ok(response)
+});
 
 /// Renames `deflate` to `zlib` in a request's `grpc-encoding` and
 /// `grpc-accept-encoding`. Returns whether the client accepts `deflate` but
