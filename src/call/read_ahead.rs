@@ -498,6 +498,30 @@ mod tests {
     }
 
     #[test]
+    fn small_frames_are_held_in_few_full_chunks() {
+        let mut backlog = Backlog::default();
+        let frame = Bytes::from_static(&[7; 15]);
+        for _ in 0..10_000 {
+            backlog.push(frame.clone());
+        }
+        backlog.seal_small();
+        assert_eq!(backlog.len, 150_000);
+        // A chunk is sealed only when the next frame does not fit, so each
+        // is full to within a frame: 1, 2, 4, 8 KiB, then 16 KiB ones.
+        let chunks: Vec<usize> = backlog.frames.iter().map(|(data, _)| data.len()).collect();
+        assert_eq!(
+            chunks.len(),
+            4 + 150_000usize.div_ceil(16 * 1024) - 1,
+            "{chunks:?}"
+        );
+        let sealed = &chunks[..chunks.len() - 1];
+        for (i, &len) in sealed.iter().enumerate() {
+            let capacity = (FIRST_CHUNK << i).min(LAST_CHUNK);
+            assert!(len > capacity - 15, "chunk {i}: {len} of {capacity}");
+        }
+    }
+
+    #[test]
     fn chunks_grow_while_they_fill_and_start_small_after_a_read() {
         let mut backlog = Backlog::default();
         backlog.push(small_frame(0));
