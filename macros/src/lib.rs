@@ -10,7 +10,7 @@
 
 #![warn(missing_docs)]
 
-use proc_macro::{Delimiter, Group, Ident, Literal, Span, TokenStream, TokenTree};
+use proc_macro::{Delimiter, Group, Ident, Literal, Punct, Spacing, Span, TokenStream, TokenTree};
 
 /// `include_checked!($crate, adapter, mark, at, suffix, ["file", ..])`: for
 /// each file, grpc-stream-codec's `__include_checked_file!` with the file's
@@ -52,18 +52,18 @@ fn expand(input: TokenStream) -> Result<TokenStream, &'static str> {
         let mut call = TokenStream::new();
         for part in [adapter, mark, at, suffix] {
             call.extend(part.iter().cloned());
-            call.extend(comma());
+            call.extend([punct(',')]);
         }
         call.extend([
             TokenTree::Literal(literal),
-            comma_tree(),
+            punct(','),
             slot,
-            comma_tree(),
+            punct(','),
             fallback,
         ]);
         output.extend([
             TokenTree::Group(Group::new(Delimiter::Parenthesis, call)),
-            TokenTree::Punct(proc_macro::Punct::new(';', proc_macro::Spacing::Alone)),
+            punct(';'),
         ]);
     }
     Ok(output)
@@ -126,32 +126,27 @@ fn split_commas(input: TokenStream) -> Vec<Vec<TokenTree>> {
 
 /// `::name!`
 fn path_tail(name: &str) -> [TokenTree; 4] {
-    use proc_macro::{Punct, Spacing};
     [
         TokenTree::Punct(Punct::new(':', Spacing::Joint)),
-        TokenTree::Punct(Punct::new(':', Spacing::Alone)),
+        punct(':'),
         TokenTree::Ident(Ident::new(name, Span::call_site())),
-        TokenTree::Punct(Punct::new('!', Spacing::Alone)),
+        punct('!'),
     ]
 }
 
-fn comma_tree() -> TokenTree {
-    TokenTree::Punct(proc_macro::Punct::new(',', proc_macro::Spacing::Alone))
+fn punct(c: char) -> TokenTree {
+    TokenTree::Punct(Punct::new(c, Spacing::Alone))
 }
 
-fn comma() -> [TokenTree; 1] {
-    [comma_tree()]
-}
-
-/// `compile_error!("message")`
+/// `compile_error!("message");`
 fn compile_error(message: &str) -> TokenStream {
-    let mut output: TokenStream = path_tail("compile_error").into_iter().skip(2).collect();
     let argument = TokenStream::from(TokenTree::Literal(Literal::string(message)));
-    output.extend([
+    TokenStream::from_iter([
+        TokenTree::Ident(Ident::new("compile_error", Span::call_site())),
+        punct('!'),
         TokenTree::Group(Group::new(Delimiter::Parenthesis, argument)),
-        TokenTree::Punct(proc_macro::Punct::new(';', proc_macro::Spacing::Alone)),
-    ]);
-    output
+        punct(';'),
+    ])
 }
 
 #[cfg(test)]
