@@ -203,6 +203,8 @@ impl<B> std::fmt::Debug for ServerDeadline<B> {
 pub struct ClientDeadline<B> {
     inner: Option<Pin<Box<B>>>,
     timer: Timer,
+    /// The body has yielded trailers (a response's status).
+    trailers_seen: bool,
 }
 
 impl<B> ClientDeadline<B> {
@@ -211,6 +213,7 @@ impl<B> ClientDeadline<B> {
         ClientDeadline {
             inner: Some(Box::pin(inner)),
             timer,
+            trailers_seen: false,
         }
     }
 }
@@ -226,11 +229,17 @@ impl<B: TransportBody> Body for ClientDeadline<B> {
         };
         match inner.as_mut().poll_frame(cx) {
             // An error at the deadline is the reset the call's other body
-            // made when it reached the same deadline: the deadline it is.
+            // made when it reached the same deadline, and an end without
+            // trailers then is such a reset as h2 reports some (a stream
+            // reset with NO_ERROR ends cleanly): the deadline it is.
             Poll::Ready(Some(Err(_))) if this.timer.as_mut().poll(cx).is_ready() => {}
+            Poll::Ready(None) if !this.trailers_seen && this.timer.as_mut().poll(cx).is_ready() => {
+            }
             Poll::Ready(frame) => {
-                if frame.is_none() {
-                    this.inner = None;
+                match &frame {
+                    None => this.inner = None,
+                    Some(Ok(frame)) if frame.is_trailers() => this.trailers_seen = true,
+                    Some(_) => {}
                 }
                 return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
             }
@@ -294,7 +303,46 @@ impl<F: Future> Future for Pumped<F> {
 
 #[cfg(test)]
 mod tests {
+    use std::task::Waker;
+
+    use http_body_util::{Empty, StreamBody};
+
     use super::*;
+
+    fn poll_once<B: TransportBody>(body: &mut ClientDeadline<B>) -> PolledFrame<BoxError> {
+        Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))
+    }
+
+    fn is_deadline(polled: PolledFrame<BoxError>) -> bool {
+        matches!(polled, Poll::Ready(Some(Err(error)))
+            if error.downcast_ref::<Status>().is_some_and(|s| s.code() == Code::DeadlineExceeded))
+    }
+
+    #[test]
+    fn an_end_without_trailers_at_the_deadline_is_the_deadline() {
+        let passed: Timer = Box::pin(std::future::ready(()));
+        let mut body = ClientDeadline::new(Empty::<Bytes>::new(), passed);
+        assert!(is_deadline(poll_once(&mut body)));
+
+        // Before the deadline, the same end is the body's own.
+        let pending: Timer = Box::pin(std::future::pending());
+        let mut body = ClientDeadline::new(Empty::<Bytes>::new(), pending);
+        assert!(matches!(poll_once(&mut body), Poll::Ready(None)));
+    }
+
+    #[test]
+    fn an_end_after_trailers_stays_an_end_at_the_deadline() {
+        let mut trailers = HeaderMap::new();
+        Status::new(Code::Ok, "").write_headers(&mut trailers);
+        let frames = futures_util::stream::iter([Ok::<_, std::convert::Infallible>(
+            Frame::<Bytes>::trailers(trailers),
+        )]);
+        let passed: Timer = Box::pin(std::future::ready(()));
+        let mut body = ClientDeadline::new(StreamBody::new(frames), passed);
+        let first = poll_once(&mut body);
+        assert!(matches!(&first, Poll::Ready(Some(Ok(frame))) if frame.is_trailers()));
+        assert!(matches!(poll_once(&mut body), Poll::Ready(None)));
+    }
 
     #[test]
     fn timeouts_parse_as_the_spec_writes_them() {
