@@ -54,6 +54,10 @@ pub const GRPC_ENCODING: &str = "grpc-encoding";
 /// Header listing the encodings a peer accepts.
 pub const GRPC_ACCEPT_ENCODING: &str = "grpc-accept-encoding";
 
+/// volo-grpc's name for gRPC's `deflate` (zlib format), read as `deflate`
+/// wherever an encoding name is read.
+pub(crate) const ZLIB_NAME: &str = "zlib";
+
 /// A message encoding.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum CompressionEncoding {
@@ -91,7 +95,7 @@ impl CompressionEncoding {
         match name.trim() {
             "identity" => Some(CompressionEncoding::Identity),
             "gzip" => Some(CompressionEncoding::Gzip),
-            "deflate" | "zlib" => Some(CompressionEncoding::Deflate),
+            "deflate" | ZLIB_NAME => Some(CompressionEncoding::Deflate),
             "zstd" => Some(CompressionEncoding::Zstd),
             _ => None,
         }
@@ -118,33 +122,12 @@ impl CompressionEncoding {
         HeaderValue::from_static(self.name())
     }
 
-    /// Reads the stream's `grpc-encoding` header.
-    ///
-    /// No header means `None` (messages must not be compressed). An encoding
-    /// this build does not support is `unimplemented`, with the supported
-    /// list in the message, as the gRPC spec asks.
+    /// Reads the stream's `grpc-encoding` header against every encoding
+    /// this build supports (see [`EncodingSet::received_encoding`]).
     pub fn from_encoding_header(
         headers: &http::HeaderMap,
     ) -> Result<Option<CompressionEncoding>, Status> {
-        let Some(value) = headers.get(GRPC_ENCODING) else {
-            return Ok(None);
-        };
-        let parsed = value
-            .to_str()
-            .ok()
-            .and_then(CompressionEncoding::from_name)
-            .filter(|encoding| encoding.is_supported());
-        match parsed {
-            Some(encoding) => Ok(Some(encoding)),
-            None => Err(Status::new(
-                Code::Unimplemented,
-                format!(
-                    "unsupported grpc-encoding {:?}; supported: {}",
-                    String::from_utf8_lossy(value.as_bytes()),
-                    EncodingSet::supported()
-                ),
-            )),
-        }
+        EncodingSet::supported().received_encoding(headers)
     }
 
     const fn bit(self) -> u8 {
@@ -304,6 +287,45 @@ impl EncodingSet {
             .into_iter()
             .filter(|encoding| encoding.is_supported())
             .collect()
+    }
+
+    /// The encoding of a received stream, from its `grpc-encoding`,
+    /// checked against this set of accepted encodings.
+    ///
+    /// No header means `None` (messages must not be compressed); `identity`
+    /// is always accepted. Anything else outside the set, or not supported
+    /// by this build, is `unimplemented`, listing what is accepted in the
+    /// message and in `grpc-accept-encoding` metadata, as the gRPC spec
+    /// asks.
+    pub fn received_encoding(
+        self,
+        headers: &http::HeaderMap,
+    ) -> Result<Option<CompressionEncoding>, Status> {
+        let Some(value) = headers.get(GRPC_ENCODING) else {
+            return Ok(None);
+        };
+        let named = value.to_str().ok().and_then(CompressionEncoding::from_name);
+        match named {
+            Some(encoding)
+                if encoding.is_identity()
+                    || (self.contains(encoding) && encoding.is_supported()) =>
+            {
+                Ok(Some(encoding))
+            }
+            _ => {
+                let accepted = self.with(CompressionEncoding::Identity);
+                let mut metadata = http::HeaderMap::new();
+                metadata.insert(GRPC_ACCEPT_ENCODING, accepted.accept_header_value());
+                Err(Status::new(
+                    Code::Unimplemented,
+                    format!(
+                        "unsupported grpc-encoding {:?}; supported: {accepted}",
+                        String::from_utf8_lossy(value.as_bytes()),
+                    ),
+                )
+                .with_metadata(metadata))
+            }
+        }
     }
 
     /// Adds an encoding.

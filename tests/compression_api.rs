@@ -354,3 +354,36 @@ fn accept_lists_keep_the_callers_order_and_negotiation_follows_it() {
     headers.append(GRPC_ACCEPT_ENCODING, HeaderValue::from_static("zstd, gzip"));
     assert_eq!(send.negotiate(&headers), Some(CompressionEncoding::Zstd));
 }
+
+#[test]
+fn a_received_encoding_must_be_in_the_accepted_set() {
+    let accept =
+        grpc_stream_codec::compression::EncodingSet::empty().with(CompressionEncoding::Gzip);
+    let with = |value: &'static str| {
+        let mut headers = http::HeaderMap::new();
+        headers.insert(GRPC_ENCODING, HeaderValue::from_static(value));
+        headers
+    };
+    assert_eq!(
+        accept.received_encoding(&with("gzip")).unwrap(),
+        Some(CompressionEncoding::Gzip)
+    );
+    assert_eq!(
+        accept.received_encoding(&with("identity")).unwrap(),
+        Some(CompressionEncoding::Identity)
+    );
+    assert_eq!(
+        accept.received_encoding(&http::HeaderMap::new()).unwrap(),
+        None
+    );
+    for refused in ["zstd", "br"] {
+        let status = accept.received_encoding(&with(refused)).unwrap_err();
+        assert_eq!(status.code(), Code::Unimplemented);
+        assert_eq!(
+            status.message(),
+            format!("unsupported grpc-encoding {refused:?}; supported: identity,gzip")
+        );
+        let listed = &status.metadata().unwrap()["grpc-accept-encoding"];
+        assert_eq!(listed, "identity,gzip");
+    }
+}

@@ -7,14 +7,13 @@
 use std::future::poll_fn;
 
 use futures_core::Stream;
-use http::header::{CONTENT_TYPE, HeaderValue, TE};
 use http::uri::{PathAndQuery, Uri};
 use http_body::Body as HttpBody;
 use tonic::body::Body;
 use tonic::client::GrpcService;
 use tonic::codec::CompressionEncoding as TonicEncoding;
 use tonic::codegen::StdError;
-use tonic::metadata::{GRPC_CONTENT_TYPE, MetadataMap};
+use tonic::metadata::MetadataMap;
 
 use super::ProstMessageEncoder;
 use super::body::bytes_body;
@@ -24,25 +23,12 @@ use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::OkItems;
-use crate::Status;
 use crate::compression::{
-    Compression, CompressionEncoding, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING,
+    Compression, CompressionEncoding, EncodingList,
 };
-use crate::call::{ClientDeadline, deadline_exceeded, deadline_passed, deadline_timer};
+use crate::call::{AtDeadline, ClientCall, request_headers};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
-use crate::status::Code;
-use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
-
-/// Request headers that belong to the framing, never to the caller's
-/// metadata (the ones tonic drops too).
-const RESERVED_REQUEST_HEADERS: [&str; 5] = [
-    "te",
-    "content-type",
-    "grpc-message",
-    "grpc-message-type",
-    "grpc-status",
-];
 
 /// Makes gRPC calls over a tonic transport on this crate's framing: the same
 /// API as `tonic::client::Grpc`, which generated clients use after the
@@ -197,52 +183,31 @@ where
         M2: prost::Message + Default + Send + Sync + 'static,
     {
         let request = self.http_request::<S, M1>(request, path)?;
-        // The deadline sent: tonic's transport bounds the call only until
-        // the response headers, this bounds both bodies too (each with its
-        // own timer: nothing else polls the request body's).
-        let mut timer = deadline_timer(request.headers());
-        let request = match deadline_timer(request.headers()) {
-            Some(request_timer) => {
-                request.map(|body| Body::new(ClientDeadline::new(body, request_timer)))
-            }
-            None => request,
+        let (parts, body) = request.into_parts();
+        let (body, mut call) = ClientCall::start(&parts.headers, body);
+        let request = http::Request::from_parts(parts, Body::new(body));
+        let sent = async {
+            let response = self.inner.call(request).await;
+            response.map_err(|error| tonic::Status::from_error(error.into()))
         };
-        let response = match self.inner.call(request).await {
+        // tonic's own timer answers with its own status (`CANCELLED`):
+        // only what tonic could not name is the transport's.
+        let is_transport = |status: &tonic::Status| {
+            matches!(status.code(), tonic::Code::Internal | tonic::Code::Unknown)
+        };
+        let response = match call.response(sent, is_transport).await {
             Ok(response) => response,
-            Err(error) => {
-                let status = tonic::Status::from_error(error.into());
-                // tonic's own timeout answers with its status; a transport
-                // error at the deadline is the reset the request body made
-                // when it reached the same deadline.
-                let transport = matches!(status.code(), tonic::Code::Internal | tonic::Code::Unknown);
-                if transport && deadline_passed(timer.as_mut()).await {
-                    return Err(deadline_exceeded().into());
-                }
-                return Err(status);
-            }
+            Err(AtDeadline::Error(status)) => return Err(status),
+            Err(AtDeadline::Exceeded(status)) => return Err(status.into()),
         };
         let (parts, body) = response.into_parts();
-        if let Some(status) = Status::from_header_map(&parts.headers)
-            && status.code() != Code::Ok
-        {
-            // A trailers-only error answers the call itself, as in tonic.
-            return Err(status.into());
-        }
-        // Binary response metadata that is not base64: refused, as grpc-go
-        // refuses it (tonic would hand it on as sent).
-        if let Some(name) = first_malformed_binary(&parts.headers) {
-            return Err(Status::internal(malformed_binary_message(name)).into());
-        }
-        let body = bytes_body(body);
-        let messages = match timer {
-            Some(timer) => Streaming::new_response(
-                parts.status,
-                &parts.headers,
-                ClientDeadline::new(body, timer),
-                self.limits,
-            ),
-            None => Streaming::new_response(parts.status, &parts.headers, body, self.limits),
-        }
+        ClientCall::check_response_headers(&parts.headers)?;
+        let messages = Streaming::new_response(
+            parts.status,
+            &parts.headers,
+            call.response_body(bytes_body(body)),
+            self.limits,
+        )
         .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Response::from_parts(
             MetadataMap::from_headers(parts.headers),
@@ -276,19 +241,11 @@ where
         *request.version_mut() = http::Version::HTTP_2;
         *request.uri_mut() = self.uri(path)?;
         *request.extensions_mut() = extensions;
-        let headers = request.headers_mut();
-        *headers = metadata.into_headers();
-        for name in RESERVED_REQUEST_HEADERS {
-            headers.remove(name);
-        }
-        headers.insert(TE, HeaderValue::from_static("trailers"));
-        headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
-        if let Some(encoding) = self.send {
-            headers.insert(GRPC_ENCODING, encoding.header_value());
-        }
-        if let Some(accept) = self.accept.accept_header_value() {
-            headers.insert(GRPC_ACCEPT_ENCODING, accept);
-        }
+        *request.headers_mut() = request_headers(
+            metadata.into_headers(),
+            self.send.map(CompressionEncoding::header_value),
+            self.accept.accept_header_value(),
+        );
         Ok(request)
     }
 

@@ -1,11 +1,9 @@
 //! tonic's compression settings in this crate's terms.
 
-use http::{HeaderMap, HeaderName};
+use http::HeaderName;
 use tonic::codec::{CompressionEncoding as TonicEncoding, EnabledCompressionEncodings};
 
-use crate::Status;
-use crate::compression::{CompressionEncoding, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
-use crate::status::Code;
+use crate::compression::{CompressionEncoding, EncodingSet, GRPC_ENCODING};
 
 // Parsed once: generated servers look both up on every request.
 pub(crate) const ENCODING_NAME: HeaderName = HeaderName::from_static(GRPC_ENCODING);
@@ -81,51 +79,9 @@ macro_rules! accept_and_limits {
 }
 pub(super) use accept_and_limits;
 
-/// The encoding of a received stream, from its `grpc-encoding`, checked
-/// against what this side accepts.
-///
-/// No header and `identity` are uncompressed. Anything else not in `accept`
-/// is `unimplemented`, with `grpc-accept-encoding` in the status metadata
-/// listing what is accepted, as the gRPC spec asks.
-pub fn negotiate_received(
-    headers: &HeaderMap,
-    accept: EncodingSet,
-) -> Result<Option<CompressionEncoding>, Status> {
-    let Some(value) = headers.get(&ENCODING_NAME) else {
-        return Ok(None);
-    };
-    let named = value.to_str().ok().and_then(CompressionEncoding::from_name);
-    match named {
-        Some(encoding) if encoding.is_identity() => Ok(None),
-        Some(encoding) if accept.contains(encoding) && encoding.is_supported() => {
-            Ok(Some(encoding))
-        }
-        _ => {
-            let accepted = accept.with(CompressionEncoding::Identity);
-            let mut metadata = HeaderMap::new();
-            metadata.insert(GRPC_ACCEPT_ENCODING, accepted.accept_header_value());
-            Err(Status::new(
-                Code::Unimplemented,
-                format!(
-                    "message compression {:?} is not supported; supported: {accepted}",
-                    String::from_utf8_lossy(value.as_bytes())
-                ),
-            )
-            .with_metadata(metadata))
-        }
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use http::HeaderValue;
-
-    fn headers(name: &'static str, value: &'static str) -> HeaderMap {
-        let mut headers = HeaderMap::new();
-        headers.insert(name, HeaderValue::from_static(value));
-        headers
-    }
 
     #[test]
     fn tonic_encodings_map_by_name() {
@@ -148,26 +104,5 @@ mod tests {
         assert!(set.contains(CompressionEncoding::Gzip));
         assert!(set.contains(CompressionEncoding::Zstd));
         assert!(!set.contains(CompressionEncoding::Deflate));
-    }
-
-    #[test]
-    fn received_encoding_must_be_accepted() {
-        let accept = EncodingSet::empty().with(CompressionEncoding::Gzip);
-        let gzip = headers(GRPC_ENCODING, "gzip");
-        assert_eq!(
-            negotiate_received(&gzip, accept).unwrap(),
-            Some(CompressionEncoding::Gzip)
-        );
-        let identity = headers(GRPC_ENCODING, "identity");
-        assert_eq!(negotiate_received(&identity, accept).unwrap(), None);
-        assert_eq!(negotiate_received(&HeaderMap::new(), accept).unwrap(), None);
-
-        for refused in ["zstd", "br"] {
-            let status = negotiate_received(&headers(GRPC_ENCODING, refused), accept).unwrap_err();
-            assert_eq!(status.code(), Code::Unimplemented);
-            assert!(status.message().contains(refused), "{}", status.message());
-            let listed = &status.metadata().unwrap()[GRPC_ACCEPT_ENCODING];
-            assert_eq!(listed, "identity,gzip");
-        }
     }
 }

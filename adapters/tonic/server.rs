@@ -27,8 +27,7 @@ use super::ProstMessageEncoder;
 use super::body::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::{
-    accept_and_limits,
-    ENCODING_NAME, encoding_from_tonic, encodings_from_tonic, negotiate_received,
+    ENCODING_NAME, accept_and_limits, encoding_from_tonic, encodings_from_tonic,
 };
 use super::framing_codec::FramingCodec;
 use super::metadata::merge_metadata;
@@ -315,7 +314,7 @@ impl<C: FramingCodec> Grpc<C> {
         if let Some(name) = first_malformed_binary(req.headers()) {
             return Err(tonic::Status::internal(malformed_binary_message(name)));
         }
-        let encoding = negotiate_received(req.headers(), self.accept)?;
+        let encoding = self.accept.received_encoding(req.headers())?;
         let (parts, body) = req.into_parts();
         let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)
             .with_optional_budget(tagged_budget(&parts.extensions));
@@ -337,7 +336,8 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let budget = tagged_budget(req.extensions());
         let (parts, body) = req.into_parts();
-        let (body, pump) = read_ahead(bytes_body(body), budget);
+        let (body, pump) = read_ahead(bytes_body(body));
+        pump.arm(budget);
         let request = self.streaming_request(http::Request::from_parts(parts, body))?;
         Ok((request, pump))
     }

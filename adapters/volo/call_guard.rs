@@ -3,7 +3,12 @@
 //! read ahead of the handler (so h2's small-DATA-frame budget comes back as
 //! the peer sends) and a response is ended at the call's `grpc-timeout`
 //! with `DEADLINE_EXCEEDED` (see [`crate::call`]).
+//!
+//! The read-ahead starts when generated code makes the request's stream
+//! (which runs while the guard polls the call): the stream arms it with its
+//! own receive budget, so what is read ahead counts against the budget.
 
+use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -14,7 +19,23 @@ use http_body_util::BodyExt;
 use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
+use super::scoped;
+use crate::budget::Budget;
 use crate::call::{BoxError, Pump, Pumped, ServerDeadline, Timer, deadline_timer, read_ahead};
+
+thread_local! {
+    /// The request pump of the call a [`Guarded`] polls.
+    static REQUEST_PUMP: RefCell<Option<Pump>> = const { RefCell::new(None) };
+}
+
+/// Arms the read-ahead of the call being served with `budget`, as its
+/// request stream is made, and returns its pump; `None` when no guard
+/// serves this call (the server lacks `BinaryMetadataLayer`).
+pub(super) fn arm_request_pump(budget: Option<Budget>) -> Option<Pump> {
+    let pump = REQUEST_PUMP.with(|slot| slot.borrow().clone())?;
+    pump.arm(budget);
+    Some(pump)
+}
 
 /// What the guard keeps of a request for its response.
 pub(super) struct Guard {
@@ -30,9 +51,8 @@ where
 {
     let timer = deadline_timer(req.headers());
     let (parts, body) = req.into_parts();
-    // volo-grpc installs the receive budget per call, after this layer:
-    // what is read ahead here is bounded by the read-ahead's own limit.
-    let (body, pump) = read_ahead(body, None);
+    // Armed, with the stream's budget, by the stream (`arm_request_pump`).
+    let (body, pump) = read_ahead(body);
     let body = volo_grpc::body::boxed(body.map_err(volo_status));
     (http::Request::from_parts(parts, body), Guard { timer, pump })
 }
@@ -74,7 +94,11 @@ where
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
         let pump = this.inner.pump().cloned();
-        let response = std::task::ready!(this.inner.poll(cx))?;
+        let polled = match &pump {
+            Some(pump) => scoped::with(&REQUEST_PUMP, pump.clone(), || this.inner.poll(cx)),
+            None => this.inner.poll(cx),
+        };
+        let response = std::task::ready!(polled)?;
         let timer = this.timer.take();
         Poll::Ready(Ok(response.map(|body| {
             volo_grpc::body::boxed(ServerDeadline::new(body, timer, pump))

@@ -13,10 +13,9 @@ use std::task::Context;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::header::{CONTENT_TYPE, TE};
 use http::{HeaderMap, HeaderValue};
 use http_body::Frame;
-use http_body_util::{BodyExt, Either, StreamBody};
+use http_body_util::{BodyExt, StreamBody};
 use hyper_util::rt::{TokioExecutor, TokioTimer};
 use motore::layer::Layer;
 use motore::service::Service;
@@ -33,11 +32,10 @@ use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
 use super::call_guard::volo_status;
 use super::call_scope::with_response_headers;
-use crate::call::{ClientDeadline, deadline_or, deadline_timer};
+use crate::call::{AtDeadline, ClientCall, ClientDeadline, request_headers};
 use super::client_connect::Connector;
 use super::metadata;
 use super::service::wrap_service;
-use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
 use crate::PolledFrame;
 
@@ -149,7 +147,7 @@ pub struct Transport<U> {
 }
 
 /// The request body, failed at the call's deadline when it has one.
-type RequestBody = Either<EndAwareBody, ClientDeadline<EndAwareBody>>;
+type RequestBody = ClientDeadline<EndAwareBody>;
 
 pin_project! {
     /// volo-grpc's request body (`StreamBody` of the message stream) that
@@ -251,48 +249,34 @@ where
             .extension(extensions)
             .body(body)
             .map_err(|err| Status::internal(format!("building the request: {err}")))?;
-        *request.headers_mut() = metadata.into_headers();
-        let headers = request.headers_mut();
-        headers.insert(TE, HeaderValue::from_static("trailers"));
-        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/grpc"));
-        if let Some(send) = self.send_compression {
-            headers.insert(GRPC_ENCODING, send.into_header_value());
-        }
-        if let Some(accept) = &self.accept_header {
-            headers.insert(GRPC_ACCEPT_ENCODING, accept.clone());
-        }
+        *request.headers_mut() = request_headers(
+            metadata.into_headers(),
+            self.send_compression.map(VoloEncoding::into_header_value),
+            self.accept_header.clone(),
+        );
 
-        // The deadline sent: volo-grpc bounds the call only until the
-        // response headers, this bounds both bodies too (each with its own
-        // timer: nothing else polls the request body's).
-        let mut timer = deadline_timer(request.headers());
-        let request = match deadline_timer(request.headers()) {
-            Some(request_timer) => request.map(|body| Either::Right(ClientDeadline::new(body, request_timer))),
-            None => request.map(Either::Left),
-        };
+        let (parts, body) = request.into_parts();
+        let (body, mut call) = ClientCall::start(&parts.headers, body);
+        let request = http::Request::from_parts(parts, body);
         cx.stats.record_make_transport_start_at();
-        let response = deadline_or(self.http.request(request), timer.as_mut())
-            .await?
-            .map_err(|err| volo_grpc::Status::from_error(err.into()))?;
+        // Every error here is the transport's: this transport has no timer.
+        let response = match call.response(self.http.request(request), |_| true).await {
+            Ok(response) => response,
+            Err(AtDeadline::Exceeded(status)) => return Err(status.into()),
+            Err(AtDeadline::Error(error)) => {
+                return Err(volo_grpc::Status::from_error(error.into()));
+            }
+        };
         cx.stats.record_make_transport_end_at();
 
         let (mut parts, body) = response.into_parts();
-        // A trailers-only status first: its `grpc-status-details-bin` is one
-        // of the binary headers taken out below.
-        if let Some(status) = Status::from_header_map(&parts.headers)
-            && status.code() != Code::Ok
-        {
-            return Err(status.into());
-        }
-        let binary = take_binary(&mut parts.headers)?;
+        ClientCall::check_response_headers(&parts.headers)?;
+        let binary = metadata::take_binary(&mut parts.headers);
         // volo-grpc's `Status` is large: boxed while it crosses the scope.
         let message = with_response_headers(&parts.headers, || {
             U::from_body(
                 Some(path.as_str()),
-                match timer {
-                    Some(timer) => boxed(ClientDeadline::new(body, timer).map_err(volo_status)),
-                    None => boxed(body),
-                },
+                boxed(call.response_body(body).map_err(volo_status)),
                 Kind::Response(parts.status),
                 None,
             )
@@ -304,16 +288,6 @@ where
         }
         let response = http::Response::from_parts(parts, message);
         Ok(Response::from_http(response))
-    }
-}
-
-/// Takes every `-bin` header out of `headers`; one whose value is not
-/// base64 fails the call with `internal`, as grpc-go does.
-fn take_binary(headers: &mut HeaderMap) -> Result<HeaderMap, Status> {
-    let binary = metadata::take_binary(headers);
-    match metadata::first_malformed(&binary) {
-        Some(name) => Err(Status::internal(metadata::malformed_message(&name))),
-        None => Ok(binary),
     }
 }
 

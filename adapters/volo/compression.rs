@@ -41,11 +41,8 @@ pub fn encoding_from_volo(encoding: VoloEncoding) -> CompressionEncoding {
 fn by_name(encoding: VoloEncoding) -> CompressionEncoding {
     let value = encoding.into_header_value();
     let name = value.to_str().unwrap_or_default();
-    match name {
-        // volo-grpc's own name for deflate.
-        "zlib" => CompressionEncoding::Deflate,
-        name => CompressionEncoding::from_name(name).unwrap_or(CompressionEncoding::Identity),
-    }
+    // volo-grpc's own `zlib` is read as deflate there too.
+    CompressionEncoding::from_name(name).unwrap_or(CompressionEncoding::Identity)
 }
 
 /// What to compress outgoing messages with; `None` for `None` and

@@ -9,7 +9,6 @@
 //! the router, so no generated code can step in: the server needs
 //! [`BinaryMetadataLayer`] in front of it (`layer_tower`).
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -20,8 +19,8 @@ use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
-use super::scoped;
 use crate::binary_metadata::{decode_binary_header, first_malformed_binary, malformed_binary_message};
+use crate::call::{GRPC_TIMEOUT, parse_timeout};
 use crate::status::Code;
 
 /// A request's binary metadata, in the request's extensions after
@@ -110,8 +109,8 @@ where
         // allows at most 8 digits, and grpc-go refuses anything else.
         if req
             .headers()
-            .get(&GRPC_TIMEOUT)
-            .is_some_and(|value| !valid_timeout(value.as_bytes()))
+            .get(GRPC_TIMEOUT)
+            .is_some_and(|value| parse_timeout(value.as_bytes()).is_none())
         {
             return BinaryMetadataFuture::Refused {
                 response: Some(refusal("malformed grpc-timeout".to_owned())),
@@ -153,9 +152,7 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         match self.project() {
-            // The adapter's request streams, made while this polls, see that
-            // the layer ran (see `warn_if_unshielded`).
-            Projected::Inner { inner } => scoped::with(&SHIELDED, (), || inner.poll(cx)),
+            Projected::Inner { inner } => inner.poll(cx),
             Projected::Refused { response } => match response.take() {
                 Some(response) => Poll::Ready(Ok(response)),
                 // Polled again after it was ready: a broken caller; answer
@@ -164,11 +161,6 @@ where
             },
         }
     }
-}
-
-thread_local! {
-    /// Set while a [`BinaryMetadataService`] polls the call it serves.
-    static SHIELDED: RefCell<Option<()>> = const { RefCell::new(None) };
 }
 
 /// Whether the process has warned of a server without the layer.
@@ -185,8 +177,8 @@ const UNSHIELDED_WARNING: &str = "grpc-stream-codec: a volo-grpc server call rea
 /// server's request stream is made outside a [`BinaryMetadataService`]
 /// call. Called where generated code makes a request stream, which on a
 /// server runs while volo-grpc serves the call, inside the layer if any.
-pub(super) fn warn_if_unshielded() {
-    if scoped::current(&SHIELDED).is_none() && !WARNED_UNSHIELDED.swap(true, Ordering::Relaxed) {
+pub(super) fn warn_unshielded() {
+    if !WARNED_UNSHIELDED.swap(true, Ordering::Relaxed) {
         tracing::warn!("{UNSHIELDED_WARNING}");
     }
 }
@@ -199,21 +191,6 @@ pub(super) fn first_malformed(binary: &HeaderMap) -> Option<HeaderName> {
 /// The message of a refused binary header (grpc-go's wording).
 pub(super) fn malformed_message(name: &HeaderName) -> String {
     malformed_binary_message(name)
-}
-
-// A name, not a `&str`: looking up by `&str` parses it on every call.
-static GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
-
-/// `grpc-timeout` as the spec writes it: 1 to 8 digits and a unit.
-fn valid_timeout(value: &[u8]) -> bool {
-    match value.split_last() {
-        Some((unit, digits)) => {
-            b"HMSmun".contains(unit)
-                && (1..=8).contains(&digits.len())
-                && digits.iter().all(u8::is_ascii_digit)
-        }
-        None => false,
-    }
 }
 
 /// A trailers-only `internal` response for a request whose binary header

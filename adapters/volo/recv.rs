@@ -19,10 +19,11 @@ use super::budget::budget_for_new_stream;
 use super::call_scope::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::limits_for_new_stream;
-use super::metadata::warn_if_unshielded;
+use super::call_guard::arm_request_pump;
+use super::metadata::warn_unshielded;
 use super::trailers_only::WithoutLayer;
 use crate::budget::Budget;
-use crate::call::SECOND_REQUEST_MESSAGE;
+use crate::call::{Pump, SECOND_REQUEST_MESSAGE};
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
@@ -79,6 +80,8 @@ pub struct RecvStream<T> {
     limits: Limits,
     /// The receive budget, for a stream made once the encoding is known.
     budget: Option<Budget>,
+    /// The read-ahead of a server's request, counted against `budget`.
+    request_pump: Option<Pump>,
     is_request: bool,
     ended: bool,
 }
@@ -116,9 +119,15 @@ impl<T: Message + Default> RecvStream<T> {
         let limits = limits_for_new_stream();
         let budget = budget_for_new_stream();
         let decoder = PilotaDecoder::new();
+        let mut request_pump = None;
         let (inner, is_request) = match kind {
             Kind::Request => {
-                warn_if_unshielded();
+                // What the call's guard reads ahead counts against this
+                // stream's budget.
+                request_pump = arm_request_pump(budget.clone());
+                if request_pump.is_none() {
+                    warn_unshielded();
+                }
                 (
                     Streaming::new_request(VoloBody { inner: body }, decoder, encoding),
                     true,
@@ -135,6 +144,7 @@ impl<T: Message + Default> RecvStream<T> {
                         },
                         limits,
                         budget,
+                        request_pump: None,
                         is_request: false,
                         ended: false,
                     };
@@ -152,6 +162,7 @@ impl<T: Message + Default> RecvStream<T> {
             inner: Inner::Ready(with_budget(inner, budget.clone())),
             limits,
             budget,
+            request_pump,
             is_request,
             ended: false,
         }
@@ -164,6 +175,9 @@ impl<T: Message + Default> RecvStream<T> {
     pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {
         let budget = budget.into();
         self.budget = Some(budget.clone());
+        if let Some(pump) = &self.request_pump {
+            pump.arm(Some(budget.clone()));
+        }
         if let Inner::Ready(inner) = self.inner {
             self.inner = Inner::Ready(inner.with_budget(budget));
         }

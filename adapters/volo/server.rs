@@ -15,10 +15,9 @@ use motore::layer::Layer;
 use volo_grpc::context::ServerContext;
 
 use super::service::wrap_service;
-use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
+use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING, ZLIB_NAME as ZLIB};
 
 const DEFLATE: &str = "deflate";
-const ZLIB: &str = "zlib";
 
 // Names, not `&str`s: looking up by `&str` parses the name on every call.
 static ENCODING: HeaderName = HeaderName::from_static(GRPC_ENCODING);

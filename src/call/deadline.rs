@@ -13,15 +13,16 @@ use std::task::{Context, Poll};
 use std::time::Duration;
 
 use bytes::Bytes;
-use http::HeaderMap;
+use http::{HeaderMap, HeaderName};
 use http_body::{Body, Frame, SizeHint};
 
 use super::read_ahead::{BoxError, Pump, TransportBody};
 use crate::PolledFrame;
 use crate::status::{Code, Status};
 
-/// The header a caller's deadline travels in.
-pub const GRPC_TIMEOUT: &str = "grpc-timeout";
+/// The header a caller's deadline travels in (a name, not a `&str`: a
+/// lookup by `&str` parses it on every call).
+pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 
 /// A future that completes when the deadline passes.
 pub type Timer = Pin<Box<dyn Future<Output = ()> + Send>>;
@@ -66,44 +67,6 @@ pub fn parse_timeout(value: &[u8]) -> Option<Duration> {
 /// The status of a call whose deadline passed.
 pub fn deadline_exceeded() -> Status {
     Status::new(Code::DeadlineExceeded, "Deadline Exceeded")
-}
-
-/// Awaits `call`, a client's wait for the response headers, and takes an
-/// error it ends with for `DEADLINE_EXCEEDED` when the deadline has passed:
-/// the request body reaches the same deadline and resets the stream, and
-/// that reset is not what the caller should see. Answers that come in time,
-/// the server's own deadline status among them, are left as they are.
-#[cfg(feature = "volo")]
-pub async fn deadline_or<T, E, F>(
-    call: F,
-    timer: Option<&mut Timer>,
-) -> Result<Result<T, E>, Status>
-where
-    F: Future<Output = Result<T, E>>,
-{
-    let mut call = std::pin::pin!(call);
-    let mut timer = timer;
-    std::future::poll_fn(|cx| {
-        let result = std::task::ready!(call.as_mut().poll(cx));
-        if result.is_err()
-            && timer
-                .as_mut()
-                .is_some_and(|timer| timer.as_mut().poll(cx).is_ready())
-        {
-            return Poll::Ready(Err(deadline_exceeded()));
-        }
-        Poll::Ready(Ok(result))
-    })
-    .await
-}
-
-/// Whether the deadline `timer` waits for has passed (`false` without one).
-#[cfg(feature = "tonic")]
-pub async fn deadline_passed(timer: Option<&mut Timer>) -> bool {
-    let Some(timer) = timer else {
-        return false;
-    };
-    std::future::poll_fn(|cx| Poll::Ready(timer.as_mut().poll(cx).is_ready())).await
 }
 
 /// A server's response body that ends at the call's deadline, and drives
@@ -199,17 +162,17 @@ impl<B> std::fmt::Debug for ServerDeadline<B> {
 /// call's reader sees the status; around the request body, the HTTP client
 /// resets the stream, so a request stream still open (bidi, client
 /// streaming) ends too, with the server's handler and the client's task
-/// sending it.
+/// sending it. Without a deadline it is the body it wraps.
 pub struct ClientDeadline<B> {
     inner: Option<Pin<Box<B>>>,
-    timer: Timer,
+    timer: Option<Timer>,
     /// The body has yielded trailers (a response's status).
     trailers_seen: bool,
 }
 
 impl<B> ClientDeadline<B> {
     /// `inner`, failed when `timer` completes.
-    pub fn new(inner: B, timer: Timer) -> Self {
+    pub fn new(inner: B, timer: Option<Timer>) -> Self {
         ClientDeadline {
             inner: Some(Box::pin(inner)),
             timer,
@@ -227,14 +190,17 @@ impl<B: TransportBody> Body for ClientDeadline<B> {
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
-        match inner.as_mut().poll_frame(cx) {
+        let polled = inner.as_mut().poll_frame(cx);
+        let Some(timer) = this.timer.as_mut() else {
+            return polled.map(|frame| frame.map(|frame| frame.map_err(Into::into)));
+        };
+        match polled {
             // An error at the deadline is the reset the call's other body
             // made when it reached the same deadline, and an end without
             // trailers then is such a reset as h2 reports some (a stream
             // reset with NO_ERROR ends cleanly): the deadline it is.
-            Poll::Ready(Some(Err(_))) if this.timer.as_mut().poll(cx).is_ready() => {}
-            Poll::Ready(None) if !this.trailers_seen && this.timer.as_mut().poll(cx).is_ready() => {
-            }
+            Poll::Ready(Some(Err(_))) if timer.as_mut().poll(cx).is_ready() => {}
+            Poll::Ready(None) if !this.trailers_seen && timer.as_mut().poll(cx).is_ready() => {}
             Poll::Ready(frame) => {
                 match &frame {
                     None => this.inner = None,
@@ -243,7 +209,7 @@ impl<B: TransportBody> Body for ClientDeadline<B> {
                 }
                 return Poll::Ready(frame.map(|frame| frame.map_err(Into::into)));
             }
-            Poll::Pending if this.timer.as_mut().poll(cx).is_ready() => {}
+            Poll::Pending if timer.as_mut().poll(cx).is_ready() => {}
             Poll::Pending => return Poll::Pending,
         }
         this.inner = None;
@@ -254,6 +220,13 @@ impl<B: TransportBody> Body for ClientDeadline<B> {
         self.inner
             .as_ref()
             .is_none_or(|inner| inner.is_end_stream())
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match (&self.inner, &self.timer) {
+            (Some(inner), None) => inner.size_hint(),
+            _ => SizeHint::default(),
+        }
     }
 }
 
@@ -294,10 +267,17 @@ impl<F: Future> Future for Pumped<F> {
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
         let this = self.project();
-        if let Some(pump) = this.pump.as_ref() {
+        let Some(pump) = this.pump.as_ref() else {
+            return this.inner.poll(cx);
+        };
+        let armed = pump.pump(cx);
+        let polled = this.inner.poll(cx);
+        // The call made its request stream in this poll (which armed the
+        // pump): take what is ready now, and be woken for what comes.
+        if !armed && polled.is_pending() {
             pump.pump(cx);
         }
-        this.inner.poll(cx)
+        polled
     }
 }
 
@@ -321,12 +301,12 @@ mod tests {
     #[test]
     fn an_end_without_trailers_at_the_deadline_is_the_deadline() {
         let passed: Timer = Box::pin(std::future::ready(()));
-        let mut body = ClientDeadline::new(Empty::<Bytes>::new(), passed);
+        let mut body = ClientDeadline::new(Empty::<Bytes>::new(), Some(passed));
         assert!(is_deadline(poll_once(&mut body)));
 
         // Before the deadline, the same end is the body's own.
         let pending: Timer = Box::pin(std::future::pending());
-        let mut body = ClientDeadline::new(Empty::<Bytes>::new(), pending);
+        let mut body = ClientDeadline::new(Empty::<Bytes>::new(), Some(pending));
         assert!(matches!(poll_once(&mut body), Poll::Ready(None)));
     }
 
@@ -338,7 +318,7 @@ mod tests {
             Frame::<Bytes>::trailers(trailers),
         )]);
         let passed: Timer = Box::pin(std::future::ready(()));
-        let mut body = ClientDeadline::new(StreamBody::new(frames), passed);
+        let mut body = ClientDeadline::new(StreamBody::new(frames), Some(passed));
         let first = poll_once(&mut body);
         assert!(matches!(&first, Poll::Ready(Some(Ok(frame))) if frame.is_trailers()));
         assert!(matches!(poll_once(&mut body), Poll::Ready(None)));

@@ -10,16 +10,18 @@
 //!
 //! Framework-free: the adapters make the timers and plug the bodies in.
 
+mod client;
 mod deadline;
 mod read_ahead;
 
+pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
 #[cfg(feature = "volo")]
-pub(crate) use deadline::deadline_or;
-pub(crate) use deadline::{ClientDeadline, Pumped, ServerDeadline, deadline_timer};
-#[cfg(feature = "tonic")]
-pub(crate) use deadline::{deadline_exceeded, deadline_passed};
+pub(crate) use deadline::ClientDeadline;
+pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
+#[cfg(feature = "volo")]
+pub(crate) use deadline::{GRPC_TIMEOUT, parse_timeout};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};

@@ -17,6 +17,12 @@
 //! The backlog holds at most [`READ_AHEAD_MAX`] bytes (and, on a budgeted
 //! stream, only what the receive budget grants); past that the pump stops
 //! and HTTP/2 flow control holds the peer, as without it.
+//!
+//! A pump takes nothing until it is [armed](Pump::arm) with the stream's
+//! budget, which happens where the call's request stream is made: only a
+//! request this crate decodes is read ahead, and every byte read ahead is
+//! counted against the budget the decoder counts against, on every
+//! framework.
 
 use std::collections::VecDeque;
 use std::error::Error as StdError;
@@ -72,9 +78,9 @@ where
 }
 
 /// Splits `body` into the body a handler reads and the pump that reads
-/// ahead of it (see the module docs). With `budget`, the backlog is counted
-/// against it and stops growing when it cannot grant.
-pub fn read_ahead<B>(body: B, budget: Option<Budget>) -> (ReadAheadBody<B>, Pump)
+/// ahead of it (see the module docs). The pump takes nothing until
+/// [`Pump::arm`] gives it the stream's budget.
+pub fn read_ahead<B>(body: B) -> (ReadAheadBody<B>, Pump)
 where
     B: TransportBody + Send + 'static,
 {
@@ -83,11 +89,8 @@ where
             body: Some(Box::pin(body)),
             backlog: Backlog::default(),
             end: None,
-            budget: budget.map(|budget| Grant {
-                budget,
-                slot: WaitSlot::default(),
-                granted: 0,
-            }),
+            armed: false,
+            budget: None,
         }),
         wakers: Arc::new(Wakers::default()),
     });
@@ -114,9 +117,17 @@ impl std::fmt::Debug for Pump {
 
 impl Pump {
     /// Takes every frame the body has ready, up to the bound, registering
-    /// `cx` to be woken when more arrive.
-    pub fn pump(&self, cx: &mut Context<'_>) {
-        self.0.pump(cx);
+    /// `cx` to be woken when more arrive; nothing before [`arm`](Self::arm).
+    /// Returns whether the pump is armed.
+    pub fn pump(&self, cx: &mut Context<'_>) -> bool {
+        self.0.pump(cx)
+    }
+
+    /// Lets the pump read ahead, counting what it holds against `budget`
+    /// (the one the request's decoder counts against). Arming again moves
+    /// what is held to the new budget.
+    pub fn arm(&self, budget: Option<Budget>) {
+        self.0.arm(budget);
     }
 
     /// Ends the reader's body with `status` after what it already holds is
@@ -128,7 +139,8 @@ impl Pump {
 
 /// The pump's view of the shared state, without the body's type.
 trait Pumpable: Send + Sync {
-    fn pump(&self, cx: &mut Context<'_>);
+    fn pump(&self, cx: &mut Context<'_>) -> bool;
+    fn arm(&self, budget: Option<Budget>);
     fn end_with(&self, status: Status);
 }
 
@@ -143,6 +155,9 @@ struct State<B> {
     backlog: Backlog,
     /// What follows the backlog: the body's trailers, error or end.
     end: Option<End>,
+    /// Whether the request's stream has been made: only then is it read
+    /// ahead, against `budget`.
+    armed: bool,
     budget: Option<Grant>,
 }
 
@@ -332,9 +347,12 @@ impl<B: TransportBody> Shared<B> {
 }
 
 impl<B: TransportBody + Send> Pumpable for Shared<B> {
-    fn pump(&self, cx: &mut Context<'_>) {
-        Wakers::set(&self.wakers.pump, cx.waker());
+    fn pump(&self, cx: &mut Context<'_>) -> bool {
         let mut state = lock(&self.state);
+        if !state.armed {
+            return false;
+        }
+        Wakers::set(&self.wakers.pump, cx.waker());
         let state = &mut *state;
         let mut took = false;
         while state.backlog.has_room() {
@@ -374,6 +392,24 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
         }
         if took {
             Wakers::wake(&self.wakers.reader);
+        }
+        true
+    }
+
+    fn arm(&self, budget: Option<Budget>) {
+        let mut state = lock(&self.state);
+        state.armed = true;
+        // The old grant, if any, goes back as the new one covers the backlog.
+        state.budget = budget.map(|budget| Grant {
+            budget,
+            slot: WaitSlot::default(),
+            granted: 0,
+        });
+        let held = state.backlog.len;
+        if let Some(grant) = state.budget.as_mut()
+            && held > 0
+        {
+            grant.cover(held);
         }
     }
 
@@ -472,6 +508,33 @@ mod tests {
             read.extend_from_slice(&data);
         }
         read
+    }
+
+    #[test]
+    fn nothing_is_read_ahead_until_armed_and_then_against_the_budget() {
+        let frames =
+            (0..10).map(|i| Ok::<_, std::convert::Infallible>(Frame::data(small_frame(i))));
+        let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
+        let (reader, pump) = read_ahead(body);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(!pump.pump(&mut cx), "not armed");
+        assert_eq!(lock(&reader.shared.state).backlog.len, 0);
+
+        let budget = crate::budget::SharedBudget::new(1 << 20);
+        pump.arm(Some(budget.clone().into()));
+        assert!(pump.pump(&mut cx));
+        assert_eq!(lock(&reader.shared.state).backlog.len, 1000);
+        let counted = budget.stats().in_use;
+        assert!(counted >= 1000, "the backlog is counted: {counted}");
+
+        // Armed again: what is held moves to the other budget.
+        let other = crate::budget::SharedBudget::new(1 << 20);
+        pump.arm(Some(other.clone().into()));
+        assert_eq!(budget.stats().in_use, 0);
+        assert!(other.stats().in_use >= 1000);
+
+        drop(reader);
+        assert_eq!(other.stats().in_use, 0, "released with the reader");
     }
 
     #[test]
