@@ -147,6 +147,7 @@
 //! process that also counts other memory) and pass it as
 //! [`Budget::new(policy)`](Budget::new).
 
+mod held;
 #[cfg(any(feature = "tonic", feature = "volo"))]
 mod layer;
 mod share;
@@ -160,6 +161,7 @@ use std::task::{Context, Poll};
 
 use crate::status::Status;
 
+pub(crate) use held::Held;
 #[cfg(any(feature = "tonic", feature = "volo"))]
 pub use layer::{ReceiveBudgetLayer, ReceiveBudgetService};
 pub(crate) use share::{Counted, Share};

@@ -16,12 +16,12 @@ mod read_ahead;
 
 pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
+pub(crate) use deadline::ClientDeadline;
+#[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
 #[cfg(feature = "volo")]
-pub(crate) use deadline::ClientDeadline;
-pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
-#[cfg(feature = "volo")]
 pub(crate) use deadline::{GRPC_TIMEOUT, parse_timeout};
+pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};

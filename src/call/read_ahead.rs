@@ -35,7 +35,7 @@ use http::HeaderMap;
 use http_body::{Body, Frame, SizeHint};
 
 use crate::PolledFrame;
-use crate::budget::{Budget, Request, WaitSlot};
+use crate::budget::{Budget, Held};
 use crate::status::Status;
 
 /// The most of a request body taken ahead of its reader: 256 KiB, room for
@@ -57,10 +57,6 @@ const FIRST_CHUNK: usize = 1024;
 const LAST_CHUNK: usize = 16 * 1024;
 
 const _: () = assert!(SMALL_FRAME <= FIRST_CHUNK && FIRST_CHUNK <= LAST_CHUNK);
-
-/// How much of the receive budget the backlog asks for at a time, so a
-/// stream of small frames takes the budget's lock once per this many bytes.
-const GRANT_STEP: usize = 16 * 1024;
 
 /// The error type of [`ReadAheadBody`]: the inner body's error, boxed, or
 /// this crate's [`Status`] when the call was ended (its deadline passed).
@@ -158,7 +154,7 @@ struct State<B> {
     /// Whether the request's stream has been made: only then is it read
     /// ahead, against `budget`.
     armed: bool,
-    budget: Option<Grant>,
+    budget: Option<Held>,
 }
 
 enum End {
@@ -243,58 +239,6 @@ impl Backlog {
     }
 }
 
-/// What the receive budget granted the backlog.
-struct Grant {
-    budget: Budget,
-    slot: WaitSlot,
-    granted: usize,
-}
-
-impl Grant {
-    /// Whether `held` bytes are covered, asking for more if not; bytes
-    /// already taken out of the transport are charged either way.
-    fn cover(&mut self, held: usize) -> bool {
-        if held <= self.granted {
-            return true;
-        }
-        let wanted = (held - self.granted).max(GRANT_STEP);
-        let policy = self.budget.policy();
-        let request = Request {
-            bytes: wanted,
-            starting: Some(wanted),
-        };
-        if policy.try_acquire(&mut self.slot, request) {
-            policy.message_received(&mut self.slot);
-            self.granted += wanted;
-            true
-        } else {
-            // Already out of the transport: counted, ungated, like a slab.
-            let over = held - self.granted;
-            policy.charge(over);
-            self.granted = held;
-            false
-        }
-    }
-
-    /// Gives the grant back once the backlog is empty.
-    fn release_if_empty(&mut self, held: usize) {
-        if held == 0 && self.granted > 0 {
-            self.budget
-                .policy()
-                .release(std::mem::take(&mut self.granted));
-        }
-    }
-}
-
-impl Drop for Grant {
-    fn drop(&mut self) {
-        if self.granted > 0 {
-            self.budget.policy().release(self.granted);
-        }
-        self.budget.policy().cancel(&mut self.slot);
-    }
-}
-
 /// The two tasks a frame's arrival may concern: the reader's and the
 /// pump's (they differ when a handler reads its stream in a task of its own).
 #[derive(Default)]
@@ -369,7 +313,7 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
                     Ok(data) => {
                         state.backlog.push(data);
                         let covered = match state.budget.as_mut() {
-                            Some(grant) => grant.cover(state.backlog.len),
+                            Some(held) => held.cover(state.backlog.len),
                             None => true,
                         };
                         if !covered {
@@ -399,17 +343,14 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
     fn arm(&self, budget: Option<Budget>) {
         let mut state = lock(&self.state);
         state.armed = true;
-        // The old grant, if any, goes back as the new one covers the backlog.
-        state.budget = budget.map(|budget| Grant {
-            budget,
-            slot: WaitSlot::default(),
-            granted: 0,
-        });
-        let held = state.backlog.len;
-        if let Some(grant) = state.budget.as_mut()
-            && held > 0
+        // The old account, if any, goes back as the new one covers the
+        // backlog.
+        state.budget = budget.map(Held::new);
+        let backlog = state.backlog.len;
+        if let Some(held) = state.budget.as_mut()
+            && backlog > 0
         {
-            grant.cover(held);
+            held.cover(backlog);
         }
     }
 
@@ -417,8 +358,8 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
         let mut state = lock(&self.state);
         state.body = None;
         state.backlog.clear();
-        if let Some(grant) = state.budget.as_mut() {
-            grant.release_if_empty(0);
+        if let Some(held) = state.budget.as_mut() {
+            held.release_all();
         }
         state.end = Some(End::Error(Box::new(status)));
         drop(state);
@@ -435,8 +376,10 @@ impl<B: TransportBody> Body for ReadAheadBody<B> {
         let mut state = lock(&shared.state);
         let state = &mut *state;
         if let Some(data) = state.backlog.pop() {
-            if let Some(grant) = state.budget.as_mut() {
-                grant.release_if_empty(state.backlog.len);
+            if let Some(held) = state.budget.as_mut()
+                && state.backlog.len == 0
+            {
+                held.release_all();
             }
             return Poll::Ready(Some(Ok(Frame::data(data))));
         }

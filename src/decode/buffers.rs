@@ -24,7 +24,7 @@ use std::mem;
 
 use bytes::{Buf, Bytes, BytesMut};
 
-use crate::budget::{Budget, Counted, Share, StreamBudget};
+use crate::budget::{Budget, Counted, Held, Share, StreamBudget};
 
 /// Largest message cut from the per-stream slab; larger ones get an
 /// allocation of their own.
@@ -81,7 +81,10 @@ pub struct MessageBuffers {
 /// stream sees when their memory can be freed (and its share released).
 #[derive(Debug)]
 struct SlabBudget {
-    budget: Budget,
+    /// Every slab alive, counted once. Dropped with the stream: the slabs'
+    /// memory goes with the last message cut from them, a moment the stream
+    /// cannot see from then on, so their shares end then.
+    held: Held,
     /// Whether the current slab was allocated (and counted).
     counted: bool,
     /// Earlier slabs that some message still referenced when they were
@@ -111,29 +114,16 @@ impl SlabBudget {
             }
             false
         });
-        if freed > 0 {
-            self.budget.policy().release(freed);
-        }
+        self.held.release(freed);
         *slab = match reused {
             Some(slab) => slab,
             None => {
-                self.budget.policy().charge(SLAB_SIZE);
+                self.held.charge(SLAB_SIZE);
                 BytesMut::with_capacity(SLAB_CAPACITY)
             }
         };
         self.counted = true;
         debug_assert!(slab.capacity() >= len);
-    }
-}
-
-impl Drop for SlabBudget {
-    fn drop(&mut self) {
-        // The slabs' memory goes with the last message cut from them; from
-        // here on the stream cannot see that moment, so the shares end now.
-        let slabs = self.retired.len() + usize::from(self.counted);
-        if slabs > 0 {
-            self.budget.policy().release(slabs * SLAB_SIZE);
-        }
     }
 }
 
@@ -150,7 +140,7 @@ impl MessageBuffers {
     /// Counts this stream's slabs against `budget` from now on.
     pub(crate) fn set_budget(&mut self, budget: Budget) {
         self.budget = Some(Box::new(SlabBudget {
-            budget,
+            held: Held::new(budget),
             counted: false,
             retired: Vec::new(),
         }));
