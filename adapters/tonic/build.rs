@@ -75,13 +75,21 @@
 //! include check's mark, and one `cargo::warning=` line names its services
 //! ([`RewriteReport::foreign_codec_files`]).
 //!
-//! Each file of the output also gets a mark appended, a macro call that
+//! Each file of the output also gets a mark appended: a call of a macro
+//! of this crate, by its path, naming the include macro's call for the
+//! file (`include_proto!("my.package")` under `OUT_DIR`, else
+//! `include_file!` with the file's path from the crate's `src/`).
 //! [`include_proto!`](crate::tonic::include_proto) and
-//! [`include_file!`](crate::tonic::include_file) check for: include the
+//! [`include_file!`](crate::tonic::include_file) check for it: include the
 //! generated code with them (instead of `tonic::include_proto!`), and a file
 //! the hook never saw, or one tonic-prost-build wrote after the hook ran (the
 //! hook was called before it), fails to compile with a message naming the
-//! fix, as the build's first error.
+//! fix, as the build's first error. The mark checks the other way round:
+//! a rewritten file included with `include!`, `tonic::include_proto!` or as
+//! a `mod` item fails to compile with the line to write as the first
+//! error. In prost's include file (the builder's `include_file`), each
+//! `include!` of a marked file gets a line before it that lets that file's
+//! mark pass: the include file's own mark checks how it is included.
 //!
 //! The per-file rewrite ([`rewrite_source`]) is idempotent. The hook fails,
 //! naming the file, rather than leaving stock framing in place when a file
@@ -99,7 +107,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::include::MARKER;
 use crate::rewrite;
 
 mod source;
@@ -180,6 +187,7 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
 
 fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
     let files = rewrite::read_sources(dir).map_err(rewrite::io_error)?;
+    let places = rewrite::Places::from_env();
     let mut report = RewriteReport::default();
     // Check every file before writing any, so a failed build leaves the
     // generator's output as it was.
@@ -192,7 +200,7 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             report.skipped_files.push(path.clone());
             continue;
         }
-        let mut rewritten = rewrite_source(text).map_err(|error| RewriteError::Source {
+        let rewritten = rewrite_source(text).map_err(|error| RewriteError::Source {
             path: path.clone(),
             error,
         })?;
@@ -202,12 +210,14 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             foreign.push(source::describe_foreign(path, text, codec));
         }
         report.marked_files += 1;
-        if text.ends_with(MARKER) {
-            already_marked += 1;
-        } else {
-            rewritten.text.push_str(MARKER);
-        }
-        changes.push((path.as_path(), text.as_str(), rewritten.text));
+        let code = match rewrite::strip_mark(&rewritten.text) {
+            Some(code) => {
+                already_marked += 1;
+                code.to_string()
+            }
+            None => rewritten.text,
+        };
+        changes.push((path.as_path(), text.as_str(), code));
     }
     if report.files_with_services == 0 {
         return Err(RewriteError::NothingGenerated {
@@ -221,6 +231,18 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             call,
         });
     }
+    let marked: Vec<PathBuf> = changes
+        .iter()
+        .map(|(path, ..)| path.to_path_buf())
+        .collect();
+    let changes: Vec<(&Path, &str, String)> = changes
+        .into_iter()
+        .map(|(path, old, code)| {
+            let mut new = with_nested_includes(&code, path, &marked, &places);
+            new.push_str(&rewrite::mark(Adapter::Tonic, &places, dir, path));
+            (path, old, new)
+        })
+        .collect();
     let changes = changes
         .iter()
         .map(|(path, old, new)| (*path, *old, new.as_str()));
@@ -233,4 +255,45 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
         ));
     }
     Ok(report)
+}
+
+/// `code` with the line that tells a marked file it is included as it must
+/// be before each `include!` of one (prost's include file): the file is
+/// checked through the file that includes it.
+fn with_nested_includes(
+    code: &str,
+    path: &Path,
+    marked: &[PathBuf],
+    places: &rewrite::Places,
+) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut copied = 0;
+    for include in rewrite::include_calls(code) {
+        let target = include.target(path, places);
+        if !marked.iter().any(|file| same_file(file, &target)) {
+            continue;
+        }
+        let line = rewrite::nested_line(&target);
+        let head = &code[..include.start];
+        if head.trim_end().ends_with(&line) {
+            continue;
+        }
+        let indent = &head[head.trim_end_matches([' ', '\t']).len()..];
+        out.push_str(&code[copied..include.start]);
+        out.push_str(&line);
+        out.push('\n');
+        out.push_str(indent);
+        copied = include.start;
+    }
+    out.push_str(&code[copied..]);
+    out
+}
+
+/// Whether two paths name one file, as written or once resolved.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (a.canonicalize(), b.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
 }

@@ -330,12 +330,14 @@ fn assert_report_matches(report: &RewriteReport, checked: &Checked) {
     );
 }
 
-/// The mark the hook appends to each generated file, which
-/// `grpc_stream_codec::tonic::include_proto!` checks for.
-const MARKER_IMPORT: &str = "__grpc_stream_codec_tonic_mark!();";
+/// How the call of the mark the hook appends to each generated file
+/// starts: a path into the crate, naming the include macro's call for the
+/// file (`include_file!`, these files being outside `OUT_DIR`), which
+/// checks for it.
+const MARK_CALL: &str = "::grpc_stream_codec::__include_mark!(tonic include_file!(\"";
 
-/// Each file without the marker the hook appended (checked to be there,
-/// once, at the end).
+/// Each file without the mark the hook appended (checked to be there,
+/// once, at the end, naming the file).
 fn without_markers(files: &BTreeMap<PathBuf, String>) -> BTreeMap<PathBuf, String> {
     files
         .iter()
@@ -344,9 +346,12 @@ fn without_markers(files: &BTreeMap<PathBuf, String>) -> BTreeMap<PathBuf, Strin
                 .rfind("\n// Added by grpc_stream_codec::tonic::build")
                 .unwrap_or_else(|| panic!("{}: no marker", path.display()));
             let tail = &text[at..];
-            assert_eq!(text.matches(MARKER_IMPORT).count(), 1, "{}", path.display());
+            assert_eq!(text.matches(MARK_CALL).count(), 1, "{}", path.display());
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let last = tail.trim_end().rsplit('\n').next().unwrap();
             assert!(
-                tail.trim_end().ends_with(MARKER_IMPORT),
+                last.starts_with(MARK_CALL)
+                    && last.ends_with(&format!("/{name}\") from \"src/\");")),
                 "{}: {tail}",
                 path.display()
             );
@@ -501,6 +506,41 @@ fn a_foreign_codec_keeps_tonic_framing_and_the_mark() {
         without_markers(&snapshot(&generated.root)),
         before,
         "a foreign-codec file was rewritten"
+    );
+}
+
+#[test]
+fn prost_include_file_tells_each_file_it_includes_that_it_is_included() {
+    let generated = generate(|b| b.include_file("_includes.rs"));
+    let out = generated.root.join("generated");
+    let stock_alpha = fs::read_to_string(out.join("alpha.v1.rs")).unwrap();
+    let report = rewrite_dir(&generated.root).unwrap();
+    // The three packages and the include file.
+    assert_eq!(report.marked_files, 4);
+    let includes = fs::read_to_string(out.join("_includes.rs")).unwrap();
+    let check = |includes: &str| {
+        for file in ["alpha.v1.rs", "beta.rs", "gamma.rs"] {
+            let nested = format!("::grpc_stream_codec::__include_nested!(\"{file}\");");
+            assert_eq!(includes.matches(&nested).count(), 1, "{includes}");
+            let at = includes.find(&nested).unwrap() + nested.len();
+            assert!(
+                includes[at..]
+                    .trim_start()
+                    .starts_with(&format!("include!(\"{file}\");")),
+                "{includes}"
+            );
+        }
+    };
+    check(&includes);
+    assert!(includes.contains(MARK_CALL));
+
+    // One package written anew (the include file unchanged, as prost-build
+    // leaves it when its text is the same): nothing is added twice.
+    fs::write(out.join("alpha.v1.rs"), stock_alpha).unwrap();
+    rewrite_dir(&generated.root).unwrap();
+    assert_eq!(
+        fs::read_to_string(out.join("_includes.rs")).unwrap(),
+        includes
     );
 }
 
