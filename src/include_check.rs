@@ -180,7 +180,9 @@ macro_rules! __include_stock {
             writer: "tonic_prost_build",
             after: "tonic_prost_build's compile call (compile_protos or compile_fds)",
             why: "",
-            kept: ""
+            kept: ". A generated file whose services run another codec than this crate's keeps \
+                   tonic's framing and has no mark (the hook's cargo warning names it): include \
+                   it with `include!` or `tonic::include_proto!`"
         );
     };
     (volo $at:ident $file:literal $suffix:literal) => {

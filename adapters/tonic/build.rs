@@ -70,12 +70,13 @@
 //! `codec_path("grpc_stream_codec::tonic::ProstCodec")` (or this crate's
 //! `ProstCodecWith`) is already right and stays. A generated file whose
 //! codec is another one (tonic-build's manual services with a JSON codec,
-//! a builder with another `codec_path`) is left on tonic's framing, as
-//! generated: full framing runs only this crate's codec. It still gets the
-//! include check's mark, and one `cargo::warning=` line names its services
+//! a builder with another `codec_path`) is left on tonic's framing, exactly
+//! as generated: full framing runs only this crate's codec. It gets no
+//! mark, so it is included with `include!` or `tonic::include_proto!` as
+//! without the hook, and one `cargo::warning=` line names its services
 //! ([`RewriteReport::foreign_codec_files`]).
 //!
-//! Each file of the output also gets a mark appended: a call of a macro
+//! Each other file of the output gets a mark appended: a call of a macro
 //! of this crate, by its path, naming the include macro's call for the
 //! file (`include_proto!("my.package")` under `OUT_DIR`, else
 //! `include_file!` with the file's path from the crate's `src/`).
@@ -136,13 +137,15 @@ pub struct RewriteReport {
     pub codec_paths: usize,
     /// Files that carry the mark
     /// [`include_proto!`](crate::tonic::include_proto) checks (added now, or
-    /// by an earlier run to a file tonic-prost-build no longer writes).
+    /// by an earlier run to a file tonic-prost-build no longer writes):
+    /// every generated file but those in `foreign_codec_files`.
     pub marked_files: usize,
     /// Files under the directory tonic-build did not write (no prost-build
     /// header, no generated service): left as they are.
     pub skipped_files: Vec<PathBuf>,
     /// Generated files whose services run another codec than this crate's:
-    /// left on tonic's framing (and named in a cargo warning).
+    /// left on tonic's framing as generated, without a mark (and named in
+    /// a cargo warning).
     pub foreign_codec_files: Vec<PathBuf>,
 }
 
@@ -175,8 +178,9 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 /// line too.
 ///
 /// Each file of tonic-build's output (a service, or prost's `@generated`
-/// header) also gets the mark [`include_proto!`](crate::tonic::include_proto)
-/// and [`include_file!`](crate::tonic::include_file) check. Fails with
+/// header) but those left on tonic's framing also gets the mark
+/// [`include_proto!`](crate::tonic::include_proto) and
+/// [`include_file!`](crate::tonic::include_file) check. Fails with
 /// [`RewriteError::AlreadyRewritten`] when every such file has it already
 /// (nothing was generated in this build before the call). Other files are
 /// not read past their text and never written. Files that need no change
@@ -206,8 +210,11 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
         })?;
         report.add(&rewritten);
         if let Some(codec) = &rewritten.foreign_codec {
+            // Left as generated, with nothing of this crate: it builds
+            // with a plain `include!`, as before the hook.
             report.foreign_codec_files.push(path.clone());
             foreign.push(source::describe_foreign(path, text, codec));
+            continue;
         }
         report.marked_files += 1;
         let code = match rewrite::strip_mark(&rewritten.text) {
@@ -225,7 +232,7 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             call,
         });
     }
-    if already_marked == report.marked_files {
+    if report.marked_files > 0 && already_marked == report.marked_files {
         return Err(RewriteError::AlreadyRewritten {
             dir: dir.to_path_buf(),
             call,
@@ -250,7 +257,8 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
     if !foreign.is_empty() {
         rewrite::warn_cargo(&format!(
             "grpc-stream-codec: these services keep tonic's framing, their codec not \
-             being grpc_stream_codec::tonic::ProstCodec: {}",
+             being grpc_stream_codec::tonic::ProstCodec (include their files with \
+             `include!` or `tonic::include_proto!`): {}",
             foreign.join("; ")
         ));
     }

@@ -47,7 +47,9 @@ pub use crate::__tonic_include_proto as include_proto;
 /// include file, itself included with one of them): with `include!`,
 /// `tonic::include_proto!` or a `mod` item the build fails, its first error
 /// naming the line to write instead, e.g.
-/// `grpc_stream_codec::tonic::include_proto!("my.package");`.
+/// `grpc_stream_codec::tonic::include_proto!("my.package");`. A file the
+/// hook left on tonic's framing (another codec than this crate's) has no
+/// mark and is included with `include!` or `tonic::include_proto!`.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __tonic_include_proto {
