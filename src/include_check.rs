@@ -1,38 +1,52 @@
 //! What both adapters' include macros share (`tonic::include_proto!`,
-//! `tonic::include_file!`, `volo::include_service!`, `volo::include_file!`):
-//! including generated code fails the build, naming the fix, when the
-//! adapter's build hook did not rewrite it.
+//! `tonic::include_file!`, `volo::include_service!`, `volo::include_file!`),
+//! and what the mark their build hooks append to a rewritten file expands
+//! to. Two checks, each failing the build with the fix as its first error:
 //!
-//! How the check works: the hook appends to each file it rewrites (for volo,
-//! the root of each generated tree) a call of the adapter's *mark* macro,
-//! by its bare name. For each file, the include macro defines that name (a
-//! `macro_rules!`, so a later definition shadows an earlier one without a
-//! clash) right before it includes the file, to import the adapter's
-//! `__include_private::rewritten` under the file's *slot*. It also defines a
-//! private module, the file's *fallback*, that holds the slot's name as
-//! `__include_private::stock`, and glob-imports it: an import written in the module
-//! shadows a glob import, so the fallback is only seen when the file's mark
-//! is missing. The macro then invokes `check!` through the slot:
-//! `rewritten::check!` expands to nothing, `stock::check!` to a
-//! `compile_error!` naming the fix. All of it is resolved while macros
-//! expand, before rustc checks any type, so the message is the build's
-//! first error, ahead of the mismatched-signature errors (E0053) that
-//! handlers written for the adapter get against stock code (a `const`
-//! assertion is evaluated after type checking, so it would come after
-//! those).
+//! - an include macro's file must carry the mark: a file the hook did not
+//!   rewrite after the generator wrote it has none;
+//! - a file with the mark must be included by an include macro (or by a
+//!   generated file the hook marked, prost's include file): included
+//!   with `include!`, the framework's macro or a `mod` item, nothing would
+//!   notice the day the hook stops running, so the mark names the macro
+//!   and the line to write instead.
 //!
-//! The slot and the fallback are named after the file's literal (by
-//! `grpc-stream-codec-macros`, as `macro_rules!` cannot make a name), so any
-//! number of include calls can share a module, each checking its own files.
+//! How: each check is a macro path, `self::<name>::check!`, whose first
+//! segment resolves to one of two modules of this crate
+//! ([`checks`]): one whose `check!` expands to nothing, one whose `check!`
+//! is a `compile_error!`. The failing one is glob-imported, the passing
+//! one imported by name, which shadows a glob import in the same module.
+//! For the first check the include macro glob-imports `stock` (fails) and
+//! the mark imports `rewritten` (passes) by name; for the second the mark
+//! glob-imports `unincluded` (fails, naming the macro) and the include
+//! macro, or the including generated file, imports `included` (passes) by
+//! name. Glob imports of one module may repeat, an import by name may
+//! not; each lives in a private module named after the file.
 //!
-//! The mark is a macro call rather than an item so that a file carries no
-//! name of its own: a name in each file would be defined twice in a module
-//! that includes two of them.
+//! The names are made from the file's name (by `grpc-stream-codec-macros`,
+//! as `macro_rules!` cannot make a name) on both sides: the include macro
+//! sees its argument, the mark its own, and the file name is what those
+//! have in common. Any number of files can then share a module, each
+//! checked on its own. The mark resolves by a path into this crate
+//! (`::grpc_stream_codec::__include_mark!`), which every crate including
+//! rewritten code depends on, so it always resolves: a mark resolved by
+//! name in the including scope would fail with rustc's "cannot find macro"
+//! instead, which names no fix.
+//!
+//! Everything is resolved while macros expand, before rustc checks any type,
+//! so the message is the build's first error, ahead of the
+//! mismatched-signature errors (E0053) that handlers written for the
+//! adapter get against stock code (a `const` assertion is evaluated after
+//! type checking, so it would come after those). A textual `macro_rules!`
+//! would not do for the second check: one defined by an include macro is
+//! visible in the modules nested in the including one, where a file's
+//! glob-imported fallback makes rustc refuse the name as ambiguous.
 
-/// The check of a file the hook rewrote: nothing to say.
+/// The check that passes: a file the hook rewrote, or a marked file
+/// included as it must be.
 #[macro_export]
 #[doc(hidden)]
-macro_rules! __include_rewritten {
+macro_rules! __include_pass {
     ($($any:tt)*) => {};
 }
 
@@ -43,35 +57,31 @@ macro_rules! __include_rewritten {
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __include_checked {
-    ($adapter:ident, $mark:ident, $at:ident, $suffix:literal, [$($file:literal),+]) => {
-        $crate::__macros::include_checked!($crate, $adapter, $mark, $at, $suffix, [$($file),+]);
+    ($adapter:ident, $at:ident, $suffix:literal, [$($file:literal),+]) => {
+        $crate::__macros::file_names!(
+            $crate::__include_checked_file, $suffix, [$($file),+], $adapter, $at, $suffix
+        );
     };
 }
 
-/// One file, with its slot and its fallback module.
+/// One file of an include macro.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __include_checked_file {
     (
-        $adapter:ident, $mark:ident, $at:ident, $suffix:literal, $file:literal,
-        $slot:ident, $fallback:ident
+        $adapter:ident, $at:ident, $suffix:literal, $file:literal,
+        $included:ident, $unincluded:ident, $stock:ident, $slot:ident
     ) => {
-        // What the file's mark, at its end, expands to.
-        #[allow(unused_macros)]
-        macro_rules! $mark {
-            () => {
-                #[doc(hidden)]
-                #[allow(unused_imports)]
-                use $crate::__include_private::rewritten as $slot;
-            };
-        }
-
         #[doc(hidden)]
-        mod $fallback {
+        mod $stock {
             pub(super) use $crate::__include_private::stock as $slot;
         }
         #[allow(unused_imports)]
-        use self::$fallback::*;
+        use self::$stock::*;
+        // Tells the file's mark that it is included through this macro.
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        use $crate::__include_private::included as $included;
 
         $crate::__include_file!($at, $file, $suffix);
 
@@ -83,8 +93,82 @@ macro_rules! __include_checked_file {
     };
 }
 
-/// The check of a file without the hook's mark: a `compile_error!` naming
-/// the fix in the adapter's words (`$at` as in [`__include_checked!`]).
+/// The mark a build hook appends to a file it rewrote, naming the include
+/// macro's call for it: `__include_mark!(tonic include_proto!("a.v1"))`,
+/// `__include_mark!(volo include_file!("gen/volo_gen.rs") from "src/")`
+/// (the path as seen from `from`).
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_mark {
+    (tonic include_proto!($file:literal)) => {
+        $crate::__include_mark!(@names tonic out_dir ".rs" "" $file);
+    };
+    (tonic include_file!($file:literal) from $base:literal) => {
+        $crate::__include_mark!(@names tonic path "" $base $file);
+    };
+    (volo include_service!($file:literal)) => {
+        $crate::__include_mark!(@names volo out_dir "" "" $file);
+    };
+    (volo include_file!($file:literal) from $base:literal) => {
+        $crate::__include_mark!(@names volo path "" $base $file);
+    };
+    (@names $adapter:ident $at:ident $suffix:literal $base:literal $file:literal) => {
+        $crate::__macros::file_names!(
+            $crate::__include_mark_file, $suffix, [$file], $adapter, $at, $suffix, $base
+        );
+    };
+}
+
+/// The mark of one file: the name that tells the include macro the file
+/// was rewritten, and the check that the file is included by one.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_mark_file {
+    (
+        $adapter:ident, $at:ident, $suffix:literal, $base:literal, $file:literal,
+        $included:ident, $unincluded:ident, $stock:ident, $slot:ident
+    ) => {
+        #[doc(hidden)]
+        mod $unincluded {
+            pub(super) use $crate::__include_private::unincluded as $included;
+        }
+        #[allow(unused_imports)]
+        use self::$unincluded::*;
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        use $crate::__include_private::rewritten as $slot;
+
+        const _: () = {
+    self::$included::check!($adapter $at $file $suffix $base);
+        };
+    };
+}
+
+/// What a build hook puts before a generated file's `include!` of another
+/// file it marked (prost's include file): that file is included as it
+/// must be.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_nested {
+    ($file:literal) => {
+        $crate::__macros::file_names!($crate::__include_nested_file, "", [$file]);
+    };
+}
+
+/// [`__include_nested!`] of one file.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_nested_file {
+    ($file:literal, $included:ident, $unincluded:ident, $stock:ident, $slot:ident) => {
+        #[doc(hidden)]
+        #[allow(unused_imports)]
+        use $crate::__include_private::included as $included;
+    };
+}
+
+/// The check of an include macro's file without the hook's mark: a
+/// `compile_error!` naming the fix in the adapter's words (`$at` as in
+/// [`__include_checked!`]).
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __include_stock {
@@ -95,7 +179,10 @@ macro_rules! __include_stock {
             generator: "tonic-prost-build",
             writer: "tonic_prost_build",
             after: "tonic_prost_build's compile call (compile_protos or compile_fds)",
-            why: ""
+            why: "",
+            kept: ". A generated file whose services run another codec than this crate's keeps \
+                   tonic's framing and has no mark (the hook's cargo warning names it): include \
+                   it with `include!` or `tonic::include_proto!`"
         );
     };
     (volo $at:ident $file:literal $suffix:literal) => {
@@ -105,7 +192,8 @@ macro_rules! __include_stock {
             generator: "volo-build",
             writer: "volo-build",
             after: "volo-build's `.write()`",
-            why: " (the previous run's file is still there then, and volo-build overwrites it)"
+            why: " (the previous run's file is still there then, and volo-build overwrites it)",
+            kept: ""
         );
     };
     (
@@ -114,7 +202,8 @@ macro_rules! __include_stock {
         generator: $generator:literal,
         writer: $writer:literal,
         after: $after:literal,
-        why: $why:literal
+        why: $why:literal,
+        kept: $kept:literal
     ) => {
         compile_error!(concat!(
             "grpc-stream-codec: `",
@@ -140,6 +229,7 @@ macro_rules! __include_stock {
             $crate::__include_stock!(@hook $at),
             "?;`",
             $crate::__include_stock!(@also $at),
+            $kept,
         ));
     };
     (@where out_dir) => { "` in OUT_DIR " };
@@ -150,6 +240,54 @@ macro_rules! __include_stock {
     (@dir path) => { ", with the directory the generator wrote to" };
     (@also out_dir) => { " (after a builder's out_dir(dir): `rewrite_dir(dir)?`)" };
     (@also path) => { "" };
+}
+
+/// The check of a marked file included without an include macro: a
+/// `compile_error!` whose first words are the line to write instead.
+/// `$file` is the include macro's argument, `$base` the directory a `path`
+/// is seen from.
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __include_unincluded {
+    (tonic out_dir $file:literal $suffix:literal $base:literal) => {
+        $crate::__include_unincluded!(
+            @out_dir "tonic", "include_proto", $file, $suffix,
+            "`include!` or `tonic::include_proto!`", "tonic-prost-build"
+        );
+    };
+    (volo out_dir $file:literal $suffix:literal $base:literal) => {
+        $crate::__include_unincluded!(
+            @out_dir "volo", "include_service", $file, $suffix,
+            "`include!` or `volo::include_service!`", "volo-build"
+        );
+    };
+    (tonic path $file:literal $suffix:literal $base:literal) => {
+        $crate::__include_unincluded!(@path "tonic", $file, $base, "tonic-prost-build");
+    };
+    (volo path $file:literal $suffix:literal $base:literal) => {
+        $crate::__include_unincluded!(@path "volo", $file, $base, "volo-build");
+    };
+    (
+        @out_dir $adapter:literal, $macro:literal, $file:literal, $suffix:literal,
+        $instead:literal, $generator:literal
+    ) => {
+        compile_error!(concat!(
+            "grpc-stream-codec: write `grpc_stream_codec::", $adapter, "::", $macro, "!(\"",
+            $file, "\");` to include `", $file, $suffix, "` of OUT_DIR, in place of ",
+            $instead, ": grpc_stream_codec::", $adapter, "::build rewrote that file, and only ",
+            "its include macros check that the hook ran after ", $generator, " wrote it",
+        ));
+    };
+    (@path $adapter:literal, $file:literal, $base:literal, $generator:literal) => {
+        compile_error!(concat!(
+            "grpc-stream-codec: write `grpc_stream_codec::", $adapter, "::include_file!(\"",
+            $file, "\");` to include this file (the path as seen from ", $base, "; from the ",
+            "file that includes it, as `include!` takes it), in place of `include!`, or of a ",
+            "`mod` item as `mod name { grpc_stream_codec::", $adapter, "::include_file!(\"",
+            $file, "\"); }`: grpc_stream_codec::", $adapter, "::build rewrote this file, and ",
+            "only its include macros check that the hook ran after ", $generator, " wrote it",
+        ));
+    };
 }
 
 /// `include!` of a file under `OUT_DIR` or at a path.
@@ -164,26 +302,28 @@ macro_rules! __include_file {
     };
 }
 
-/// An adapter's half of the check: `MARKER`, what its hook appends (the
-/// `comment`, then the call of `mark`).
-macro_rules! include_check {
-    (comment: $comment:literal, mark: $mark:ident) => {
-        /// What the hook appends to each file it rewrites: the mark the
-        /// include macro checks for.
-        pub(super) const MARKER: &str = concat!("\n", $comment, stringify!($mark), "!();\n");
-    };
-}
-
-/// Support for the include macros; not an API. The two ways a file's slot
-/// resolves, each to a `check!` macro.
+/// Support for the include macros and the hooks' marks; not an API. The
+/// modules a check's first segment resolves to, each with a `check!`.
 pub mod checks {
-    /// What a file's mark imports: the check passes.
+    /// What a file's mark imports for the include macro: the file was
+    /// rewritten.
     pub mod rewritten {
-        pub use crate::__include_rewritten as check;
+        pub use crate::__include_pass as check;
     }
 
-    /// The fallback: the check fails, naming the fix.
+    /// The include macro's fallback: the file has no mark.
     pub mod stock {
         pub use crate::__include_stock as check;
+    }
+
+    /// What an include macro (or a generated file including another)
+    /// imports for the file's mark: the file is included as it must be.
+    pub mod included {
+        pub use crate::__include_pass as check;
+    }
+
+    /// The mark's fallback: the file is included some other way.
+    pub mod unincluded {
+        pub use crate::__include_unincluded as check;
     }
 }

@@ -20,7 +20,11 @@ use std::io;
 use std::path::{Path, PathBuf};
 
 mod error;
+mod mark;
 pub use error::{Adapter, Entry, HookCall, RewriteError, SourceError};
+pub(crate) use mark::{Places, mark, strip_mark};
+#[cfg(feature = "tonic-build-hook")]
+pub(crate) use mark::{include_calls, nested_line};
 
 /// One stock path and what it becomes.
 pub(crate) struct Rule {

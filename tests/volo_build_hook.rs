@@ -1,4 +1,4 @@
-//! The volo build hook on volo-build output: what it rewrites, the marker
+//! The volo build hook on volo-build output: what it rewrites, the mark
 //! it leaves for include_service!, and what it refuses.
 #![cfg(feature = "volo-build-hook")]
 
@@ -303,7 +303,7 @@ fn the_root_gets_the_marker_once_and_nothing_else_changes() {
         once.strip_prefix(rewritten.as_str()).map(marked),
         Some(true)
     );
-    assert_eq!(once.matches(MARKER_LINE).count(), 1);
+    assert!(marked_once_at_the_end(&once), "{once}");
 
     let again = rewrite_dir(&dir).unwrap();
     assert_eq!((again.files_rewritten, again.marked_roots), (0, 1));
@@ -313,6 +313,15 @@ fn the_root_gets_the_marker_once_and_nothing_else_changes() {
     // it) leaves no marker: that is what the include macro catches.
     fs::write(&root, &generated).unwrap();
     assert!(!marked(&fs::read_to_string(&root).unwrap()));
+    rewrite_dir(&dir).unwrap();
+    assert_eq!(fs::read_to_string(&root).unwrap(), once);
+
+    // A mark of an earlier version (a macro resolved by name) is replaced,
+    // not followed by a second one.
+    let old_mark = "\n// Added by grpc_stream_codec::volo::build: this output was rewritten onto\n\
+                    // the adapter after volo-build wrote it.\n\
+                    __grpc_stream_codec_volo_mark!();\n";
+    fs::write(&root, format!("{rewritten}{old_mark}")).unwrap();
     rewrite_dir(&dir).unwrap();
     assert_eq!(fs::read_to_string(&root).unwrap(), once);
     fs::remove_dir_all(&dir).unwrap();
@@ -330,15 +339,25 @@ fn roots_without_volo_service_code_are_not_marked() {
     assert_eq!(report.marked_roots, 1);
     assert_eq!(fs::read_to_string(dir.join("other.rs")).unwrap(), other);
     let root = fs::read_to_string(dir.join("volo_gen.rs")).unwrap();
-    assert!(marked(&root) && root.trim_end().ends_with(MARKER_LINE));
+    assert!(marked_once_at_the_end(&root), "{root}");
     fs::remove_dir_all(&dir).unwrap();
 }
 
-/// The line of the hook's mark that include_service! checks for.
-const MARKER_LINE: &str = "__grpc_stream_codec_volo_mark!();";
+/// How the line of the hook's mark starts: a call, by its path into the
+/// crate, naming the include macro's call for the file (here, outside
+/// `OUT_DIR`, `include_file!` with the path from the crate's `src/`).
+const MARK_CALL: &str = "\n::grpc_stream_codec::__include_mark!(volo include_file!(\"";
 
 fn marked(text: &str) -> bool {
-    text.contains(MARKER_LINE)
+    text.contains(MARK_CALL)
+}
+
+/// Whether the mark is the text's last line, and there once.
+fn marked_once_at_the_end(text: &str) -> bool {
+    let last = text.trim_end().rsplit('\n').next().unwrap_or("");
+    text.matches(MARK_CALL).count() == 1
+        && last.starts_with(MARK_CALL.trim_start())
+        && last.ends_with("volo_gen.rs\") from \"src/\");")
 }
 
 /// Every `.rs` file under `dir`.

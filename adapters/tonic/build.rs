@@ -70,18 +70,27 @@
 //! `codec_path("grpc_stream_codec::tonic::ProstCodec")` (or this crate's
 //! `ProstCodecWith`) is already right and stays. A generated file whose
 //! codec is another one (tonic-build's manual services with a JSON codec,
-//! a builder with another `codec_path`) is left on tonic's framing, as
-//! generated: full framing runs only this crate's codec. It still gets the
-//! include check's mark, and one `cargo::warning=` line names its services
+//! a builder with another `codec_path`) is left on tonic's framing, exactly
+//! as generated: full framing runs only this crate's codec. It gets no
+//! mark, so it is included with `include!` or `tonic::include_proto!` as
+//! without the hook, and one `cargo::warning=` line names its services
 //! ([`RewriteReport::foreign_codec_files`]).
 //!
-//! Each file of the output also gets a mark appended, a macro call that
+//! Each other file of the output gets a mark appended: a call of a macro
+//! of this crate, by its path, naming the include macro's call for the
+//! file (`include_proto!("my.package")` under `OUT_DIR`, else
+//! `include_file!` with the file's path from the crate's `src/`).
 //! [`include_proto!`](crate::tonic::include_proto) and
-//! [`include_file!`](crate::tonic::include_file) check for: include the
+//! [`include_file!`](crate::tonic::include_file) check for it: include the
 //! generated code with them (instead of `tonic::include_proto!`), and a file
 //! the hook never saw, or one tonic-prost-build wrote after the hook ran (the
 //! hook was called before it), fails to compile with a message naming the
-//! fix, as the build's first error.
+//! fix, as the build's first error. The mark checks the other way round:
+//! a rewritten file included with `include!`, `tonic::include_proto!` or as
+//! a `mod` item fails to compile with the line to write as the first
+//! error. In prost's include file (the builder's `include_file`), each
+//! `include!` of a marked file gets a line before it that lets that file's
+//! mark pass: the include file's own mark checks how it is included.
 //!
 //! The per-file rewrite ([`rewrite_source`]) is idempotent. The hook fails,
 //! naming the file, rather than leaving stock framing in place when a file
@@ -99,7 +108,6 @@
 
 use std::path::{Path, PathBuf};
 
-use super::include::MARKER;
 use crate::rewrite;
 
 mod source;
@@ -129,13 +137,15 @@ pub struct RewriteReport {
     pub codec_paths: usize,
     /// Files that carry the mark
     /// [`include_proto!`](crate::tonic::include_proto) checks (added now, or
-    /// by an earlier run to a file tonic-prost-build no longer writes).
+    /// by an earlier run to a file tonic-prost-build no longer writes):
+    /// every generated file but those in `foreign_codec_files`.
     pub marked_files: usize,
     /// Files under the directory tonic-build did not write (no prost-build
     /// header, no generated service): left as they are.
     pub skipped_files: Vec<PathBuf>,
     /// Generated files whose services run another codec than this crate's:
-    /// left on tonic's framing (and named in a cargo warning).
+    /// left on tonic's framing as generated, without a mark (and named in
+    /// a cargo warning).
     pub foreign_codec_files: Vec<PathBuf>,
 }
 
@@ -168,8 +178,9 @@ pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
 /// line too.
 ///
 /// Each file of tonic-build's output (a service, or prost's `@generated`
-/// header) also gets the mark [`include_proto!`](crate::tonic::include_proto)
-/// and [`include_file!`](crate::tonic::include_file) check. Fails with
+/// header) but those left on tonic's framing also gets the mark
+/// [`include_proto!`](crate::tonic::include_proto) and
+/// [`include_file!`](crate::tonic::include_file) check. Fails with
 /// [`RewriteError::AlreadyRewritten`] when every such file has it already
 /// (nothing was generated in this build before the call). Other files are
 /// not read past their text and never written. Files that need no change
@@ -180,6 +191,7 @@ pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError>
 
 fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
     let files = rewrite::read_sources(dir).map_err(rewrite::io_error)?;
+    let places = rewrite::Places::from_env();
     let mut report = RewriteReport::default();
     // Check every file before writing any, so a failed build leaves the
     // generator's output as it was.
@@ -192,22 +204,27 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             report.skipped_files.push(path.clone());
             continue;
         }
-        let mut rewritten = rewrite_source(text).map_err(|error| RewriteError::Source {
+        let rewritten = rewrite_source(text).map_err(|error| RewriteError::Source {
             path: path.clone(),
             error,
         })?;
         report.add(&rewritten);
         if let Some(codec) = &rewritten.foreign_codec {
+            // Left as generated, with nothing of this crate: it builds
+            // with a plain `include!`, as before the hook.
             report.foreign_codec_files.push(path.clone());
             foreign.push(source::describe_foreign(path, text, codec));
+            continue;
         }
         report.marked_files += 1;
-        if text.ends_with(MARKER) {
-            already_marked += 1;
-        } else {
-            rewritten.text.push_str(MARKER);
-        }
-        changes.push((path.as_path(), text.as_str(), rewritten.text));
+        let code = match rewrite::strip_mark(&rewritten.text) {
+            Some(code) => {
+                already_marked += 1;
+                code.to_string()
+            }
+            None => rewritten.text,
+        };
+        changes.push((path.as_path(), text.as_str(), code));
     }
     if report.files_with_services == 0 {
         return Err(RewriteError::NothingGenerated {
@@ -215,12 +232,24 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             call,
         });
     }
-    if already_marked == report.marked_files {
+    if report.marked_files > 0 && already_marked == report.marked_files {
         return Err(RewriteError::AlreadyRewritten {
             dir: dir.to_path_buf(),
             call,
         });
     }
+    let marked: Vec<PathBuf> = changes
+        .iter()
+        .map(|(path, ..)| path.to_path_buf())
+        .collect();
+    let changes: Vec<(&Path, &str, String)> = changes
+        .into_iter()
+        .map(|(path, old, code)| {
+            let mut new = with_nested_includes(&code, path, &marked, &places);
+            new.push_str(&rewrite::mark(Adapter::Tonic, &places, dir, path));
+            (path, old, new)
+        })
+        .collect();
     let changes = changes
         .iter()
         .map(|(path, old, new)| (*path, *old, new.as_str()));
@@ -228,9 +257,51 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
     if !foreign.is_empty() {
         rewrite::warn_cargo(&format!(
             "grpc-stream-codec: these services keep tonic's framing, their codec not \
-             being grpc_stream_codec::tonic::ProstCodec: {}",
+             being grpc_stream_codec::tonic::ProstCodec (include their files with \
+             `include!` or `tonic::include_proto!`): {}",
             foreign.join("; ")
         ));
     }
     Ok(report)
+}
+
+/// `code` with the line that tells a marked file it is included as it must
+/// be before each `include!` of one (prost's include file): the file is
+/// checked through the file that includes it.
+fn with_nested_includes(
+    code: &str,
+    path: &Path,
+    marked: &[PathBuf],
+    places: &rewrite::Places,
+) -> String {
+    let mut out = String::with_capacity(code.len());
+    let mut copied = 0;
+    for include in rewrite::include_calls(code) {
+        let target = include.target(path, places);
+        if !marked.iter().any(|file| same_file(file, &target)) {
+            continue;
+        }
+        let line = rewrite::nested_line(&target);
+        let head = &code[..include.start];
+        if head.trim_end().ends_with(&line) {
+            continue;
+        }
+        let indent = &head[head.trim_end_matches([' ', '\t']).len()..];
+        out.push_str(&code[copied..include.start]);
+        out.push_str(&line);
+        out.push('\n');
+        out.push_str(indent);
+        copied = include.start;
+    }
+    out.push_str(&code[copied..]);
+    out
+}
+
+/// Whether two paths name one file, as written or once resolved.
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || matches!(
+            (a.canonicalize(), b.canonicalize()),
+            (Ok(a), Ok(b)) if a == b
+        )
 }

@@ -12,14 +12,6 @@ pub use crate::__tonic_include_file as include_file;
 #[doc(inline)]
 pub use crate::__tonic_include_proto as include_proto;
 
-include_check! {
-    comment: "// Added by grpc_stream_codec::tonic::build: this output was rewritten onto
-// grpc-stream-codec's full framing after tonic-prost-build wrote it.
-// Checked by grpc_stream_codec::tonic::include_proto! (or include_file!).
-",
-    mark: __grpc_stream_codec_tonic_mark
-}
-
 /// Includes the code tonic-prost-build generated for a proto package, like
 /// `tonic::include_proto!`, and fails the build if grpc-stream-codec's
 /// build hook did not rewrite it afterwards.
@@ -47,15 +39,22 @@ include_check! {
 /// package name, or `"dir/my.package"` for a build script that gave the
 /// builder `out_dir(OUT_DIR/dir)`. Several files that go into one module
 /// are named in one call, `include_proto!("a.v1", "b.v1")`, or in a call
-/// each; every file is checked on its own. Include a
-/// file the hook rewrote with this macro or
-/// [`include_file!`](crate::tonic::include_file): the mark
-/// the hook leaves calls a macro they define.
+/// each; every file is checked on its own. Two files of one module need
+/// different file names (the check's names are made from them).
+///
+/// The other way round, a file the hook rewrote builds only through this
+/// macro or [`include_file!`](crate::tonic::include_file) (or prost's
+/// include file, itself included with one of them): with `include!`,
+/// `tonic::include_proto!` or a `mod` item the build fails, its first error
+/// naming the line to write instead, e.g.
+/// `grpc_stream_codec::tonic::include_proto!("my.package");`. A file the
+/// hook left on tonic's framing (another codec than this crate's) has no
+/// mark and is included with `include!` or `tonic::include_proto!`.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __tonic_include_proto {
     ($($package:literal),+ $(,)?) => {
-        $crate::__include_checked!(tonic, __grpc_stream_codec_tonic_mark, out_dir, ".rs", [$($package),+]);
+        $crate::__include_checked!(tonic, out_dir, ".rs", [$($package),+]);
     };
 }
 
@@ -80,6 +79,6 @@ macro_rules! __tonic_include_proto {
 #[doc(hidden)]
 macro_rules! __tonic_include_file {
     ($($file:literal),+ $(,)?) => {
-        $crate::__include_checked!(tonic, __grpc_stream_codec_tonic_mark, path, "", [$($file),+]);
+        $crate::__include_checked!(tonic, path, "", [$($file),+]);
     };
 }

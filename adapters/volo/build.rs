@@ -46,14 +46,20 @@
 //! [`include_file!`](crate::volo::include_file).
 //!
 //! Each root file of the output (one no other file includes, e.g.
-//! `volo_gen.rs`) also gets a mark appended, a macro call that
-//! [`include_service!`](crate::volo::include_service) checks for: a file
+//! `volo_gen.rs`) also gets a mark appended: a call of a macro of this
+//! crate, by its path, naming the include macro's call for the root
+//! (`include_service!("volo_gen.rs")` under `OUT_DIR`, else `include_file!`
+//! with its path from the crate's `src/`).
+//! [`include_service!`](crate::volo::include_service) checks for it: a file
 //! volo-build wrote after the hook ran (the hook was called before it) or
 //! that the hook never saw has none, and the crate including it fails to
-//! compile with a message naming the fix.
+//! compile with a message naming the fix. The mark checks the other way
+//! round: a rewritten root included with `include!`,
+//! `volo::include_service!` or as a `mod` item fails to compile with the
+//! line to write as the first error.
 //!
 //! The rewrite is idempotent: a second run changes nothing, and a file's
-//! bytes are the per-file rewrite plus, for a root, the marker. It fails,
+//! bytes are the per-file rewrite plus, for a root, the mark. It fails,
 //! rather than leaving stock code in
 //! place, when a file implements `SendEntryMessage` or `RecvEntryMessage` but
 //! contains neither the stock nor the rewritten call (volo-build changed its
@@ -65,7 +71,6 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use super::include::MARKER;
 use crate::rewrite::{self, Rule, rule};
 
 pub use crate::rewrite::{Adapter, Entry, HookCall, RewriteError, SourceError};
@@ -172,11 +177,13 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
         });
     }
 
+    let places = rewrite::Places::from_env();
     for root in include_roots(&files) {
         let file = &mut files[root];
-        if !has_marker(&file.rewritten.text) {
-            file.rewritten.text.push_str(MARKER);
-        }
+        let mark = rewrite::mark(Adapter::Volo, &places, dir, &file.path);
+        let text = &file.rewritten.text;
+        let code = rewrite::strip_mark(text).unwrap_or(text);
+        file.rewritten.text = format!("{code}{mark}");
         report.marked_roots += 1;
     }
     let changes = files.iter().map(|file| {
@@ -248,7 +255,7 @@ fn generated_files(files: &[GeneratedFile]) -> Vec<bool> {
 /// Whether `text` is one `pub mod name { .. }` (with the hook's mark
 /// after it once rewritten), as each root file pilota-build writes.
 fn is_generated_root(text: &str) -> bool {
-    let code = text.strip_suffix(MARKER).unwrap_or(text).trim();
+    let code = rewrite::strip_mark(text).unwrap_or(text).trim();
     let Some(rest) = code.strip_prefix("pub mod ") else {
         return false;
     };
@@ -268,7 +275,7 @@ fn path_index(files: &[GeneratedFile]) -> HashMap<&Path, usize> {
 
 /// The indices of the files no other file includes whose tree (the file and
 /// what it includes, transitively) holds service code: the files a user
-/// includes, and so the ones that carry the marker.
+/// includes, and so the ones that carry the mark.
 fn include_roots(files: &[GeneratedFile]) -> Vec<usize> {
     let index = path_index(files);
     let children: Vec<Vec<usize>> = files
@@ -301,11 +308,6 @@ fn include_roots(files: &[GeneratedFile]) -> Vec<usize> {
             false
         })
         .collect()
-}
-
-/// Whether `text` already ends with the marker a previous run appended.
-fn has_marker(text: &str) -> bool {
-    text.ends_with(MARKER)
 }
 
 /// One file's text after the rewrite.

@@ -10,14 +10,6 @@ pub use crate::__volo_include_file as include_file;
 #[doc(inline)]
 pub use crate::__volo_include_service as include_service;
 
-include_check! {
-    comment: "// Added by grpc_stream_codec::volo::build: this output was rewritten onto
-// the adapter after volo-build wrote it. Checked by
-// grpc_stream_codec::volo::include_service! (or include_file!).
-",
-    mark: __grpc_stream_codec_volo_mark
-}
-
 /// Includes a file volo-build wrote to `OUT_DIR`, like
 /// `volo::include_service!`, and fails the build if grpc-stream-codec's
 /// build hook did not rewrite it afterwards.
@@ -45,15 +37,20 @@ include_check! {
 /// `"adapter/volo_gen.rs"` for a build script that gave volo-build that
 /// `out_dir`). Several roots that go into one module (a `volo.yml` with two
 /// entries) are named in one call, `include_service!("a.rs", "b.rs")`, or
-/// in a call each; every root is checked on its own.
-/// Include a file the hook rewrote with this macro or
-/// [`include_file!`](crate::volo::include_file): the mark the hook leaves
-/// calls a macro they define.
+/// in a call each; every root is checked on its own. Two roots of one
+/// module need different file names (the check's names are made from
+/// them).
+///
+/// The other way round, a root the hook rewrote builds only through this
+/// macro or [`include_file!`](crate::volo::include_file): with `include!`,
+/// `volo::include_service!` or a `mod` item the build fails, its first
+/// error naming the line to write instead, e.g.
+/// `grpc_stream_codec::volo::include_service!("volo_gen.rs");`.
 #[macro_export]
 #[doc(hidden)]
 macro_rules! __volo_include_service {
     ($($file:literal),+ $(,)?) => {
-        $crate::__include_checked!(volo, __grpc_stream_codec_volo_mark, out_dir, "", [$($file),+]);
+        $crate::__include_checked!(volo, out_dir, "", [$($file),+]);
     };
 }
 
@@ -77,6 +74,6 @@ macro_rules! __volo_include_service {
 #[doc(hidden)]
 macro_rules! __volo_include_file {
     ($($file:literal),+ $(,)?) => {
-        $crate::__include_checked!(volo, __grpc_stream_codec_volo_mark, path, "", [$($file),+]);
+        $crate::__include_checked!(volo, path, "", [$($file),+]);
     };
 }

@@ -330,12 +330,14 @@ fn assert_report_matches(report: &RewriteReport, checked: &Checked) {
     );
 }
 
-/// The mark the hook appends to each generated file, which
-/// `grpc_stream_codec::tonic::include_proto!` checks for.
-const MARKER_IMPORT: &str = "__grpc_stream_codec_tonic_mark!();";
+/// How the call of the mark the hook appends to each generated file
+/// starts: a path into the crate, naming the include macro's call for the
+/// file (`include_file!`, these files being outside `OUT_DIR`), which
+/// checks for it.
+const MARK_CALL: &str = "::grpc_stream_codec::__include_mark!(tonic include_file!(\"";
 
-/// Each file without the marker the hook appended (checked to be there,
-/// once, at the end).
+/// Each file without the mark the hook appended (checked to be there,
+/// once, at the end, naming the file).
 fn without_markers(files: &BTreeMap<PathBuf, String>) -> BTreeMap<PathBuf, String> {
     files
         .iter()
@@ -344,9 +346,12 @@ fn without_markers(files: &BTreeMap<PathBuf, String>) -> BTreeMap<PathBuf, Strin
                 .rfind("\n// Added by grpc_stream_codec::tonic::build")
                 .unwrap_or_else(|| panic!("{}: no marker", path.display()));
             let tail = &text[at..];
-            assert_eq!(text.matches(MARKER_IMPORT).count(), 1, "{}", path.display());
+            assert_eq!(text.matches(MARK_CALL).count(), 1, "{}", path.display());
+            let name = path.file_name().unwrap().to_str().unwrap();
+            let last = tail.trim_end().rsplit('\n').next().unwrap();
             assert!(
-                tail.trim_end().ends_with(MARKER_IMPORT),
+                last.starts_with(MARK_CALL)
+                    && last.ends_with(&format!("/{name}\") from \"src/\");")),
                 "{}: {tail}",
                 path.display()
             );
@@ -488,19 +493,60 @@ fn whitespace_around_colons_in_real_output() {
 }
 
 #[test]
-fn a_foreign_codec_keeps_tonic_framing_and_the_mark() {
+fn a_foreign_codec_keeps_tonic_framing_and_gets_no_mark() {
     let generated = generate(|b| b.codec_path("my_codecs::JsonCodec"));
     let before = snapshot(&generated.root);
     let report = rewrite_dir(&generated.root).unwrap();
     // alpha.v1.rs and beta.rs hold services, on the foreign codec.
     assert_eq!(report.foreign_codec_files.len(), 2, "{report:?}");
     assert_eq!(report.server_grpc_paths, 0);
-    assert_eq!(report.marked_files, before.len());
-    // Each file is as generated, with the mark appended.
+    // gamma.rs (messages only) is marked; the two foreign files are left
+    // exactly as generated, so `include!` of them builds as without the
+    // hook.
+    assert_eq!(report.marked_files, 1);
+    let after = snapshot(&generated.root);
+    for file in &report.foreign_codec_files {
+        assert_eq!(after[file], before[file], "{}", file.display());
+    }
+    // With every file foreign, there is nothing to mark and nothing to
+    // refuse on a second run.
+    fs::remove_file(generated.root.join("generated").join("gamma.rs")).unwrap();
+    let again = rewrite_dir(&generated.root).unwrap();
+    assert_eq!((again.marked_files, again.files_rewritten), (0, 0));
+}
+
+#[test]
+fn prost_include_file_tells_each_file_it_includes_that_it_is_included() {
+    let generated = generate(|b| b.include_file("_includes.rs"));
+    let out = generated.root.join("generated");
+    let stock_alpha = fs::read_to_string(out.join("alpha.v1.rs")).unwrap();
+    let report = rewrite_dir(&generated.root).unwrap();
+    // The three packages and the include file.
+    assert_eq!(report.marked_files, 4);
+    let includes = fs::read_to_string(out.join("_includes.rs")).unwrap();
+    let check = |includes: &str| {
+        for file in ["alpha.v1.rs", "beta.rs", "gamma.rs"] {
+            let nested = format!("::grpc_stream_codec::__include_nested!(\"{file}\");");
+            assert_eq!(includes.matches(&nested).count(), 1, "{includes}");
+            let at = includes.find(&nested).unwrap() + nested.len();
+            assert!(
+                includes[at..]
+                    .trim_start()
+                    .starts_with(&format!("include!(\"{file}\");")),
+                "{includes}"
+            );
+        }
+    };
+    check(&includes);
+    assert!(includes.contains(MARK_CALL));
+
+    // One package written anew (the include file unchanged, as prost-build
+    // leaves it when its text is the same): nothing is added twice.
+    fs::write(out.join("alpha.v1.rs"), stock_alpha).unwrap();
+    rewrite_dir(&generated.root).unwrap();
     assert_eq!(
-        without_markers(&snapshot(&generated.root)),
-        before,
-        "a foreign-codec file was rewritten"
+        fs::read_to_string(out.join("_includes.rs")).unwrap(),
+        includes
     );
 }
 

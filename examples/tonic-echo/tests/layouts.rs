@@ -4,7 +4,9 @@
 //! tonic-build's manual builder) laid out as `LAYOUT` says, built here with
 //! nested `cargo build --offline` runs in the workspace's target directory
 //! (as `build_hook.rs` does: only the fixture itself is compiled anew), and
-//! run: its binary serves the layout's services and calls each.
+//! run: its binary serves the layout's services and calls each. A layout
+//! that includes rewritten files another way than through an include macro
+//! must fail with the line to write as its first error.
 //!
 //! Each test works on a copy of its own, so the tests can run side by side
 //! (their builds take turns on the target directory's lock).
@@ -96,10 +98,79 @@ fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
 }
 
 #[test]
+fn committed_code_included_with_include_or_as_a_module_names_the_macro_first() {
+    let fixture = fixture("committed-other");
+    // tonic's docs after `out_dir`: `include!` of each file. The file's
+    // mark names the line to write, as the first error.
+    let include = fixture.build(&[("LAYOUT", "committed-include")]);
+    assert_first_error_names_include_file(&include);
+    // `#[path = ".."] mod name;` of each file: the same.
+    let module = fixture.build(&[("LAYOUT", "committed-mod")]);
+    assert_first_error_names_include_file(&module);
+    // The line it names builds (the files are the same).
+    assert_answers(&fixture.run(&[("LAYOUT", "committed")]));
+}
+
+/// The first error names grpc-stream-codec's `include_file!` with the path
+/// of one of the committed files, the line to write.
+fn assert_first_error_names_include_file(build: &Output) {
+    let first = first_error(build);
+    let names = |file: &str| {
+        first.contains(&format!(
+            "write `grpc_stream_codec::tonic::include_file!(\"pb/{file}\");`"
+        ))
+    };
+    assert!(
+        names("layout.plain.rs") || names("layout.flow.rs"),
+        "{}",
+        stderr(build)
+    );
+    assert!(first.contains("mod name { grpc_stream_codec::tonic::include_file!("));
+}
+
+#[test]
+fn out_dir_code_included_with_include_names_the_macro_first() {
+    let fixture = fixture("out-dir-other");
+    // `include!(concat!(env!("OUT_DIR"), "/layout.plain.rs"))`, what
+    // tonic::include_proto! writes.
+    let include = fixture.build(&[("LAYOUT", "out-dir-include")]);
+    let first = first_error(&include);
+    let names = |package: &str| {
+        first.contains(&format!(
+            "write `grpc_stream_codec::tonic::include_proto!(\"{package}\");`"
+        ))
+    };
+    assert!(
+        names("layout.plain") || names("layout.flow"),
+        "{}",
+        stderr(&include)
+    );
+
+    // prost's include file, with `include!`: the include file names
+    // itself; the files it includes are included as they must be.
+    let include_file = fixture.build(&[("LAYOUT", "include-file-include")]);
+    let first = first_error(&include_file);
+    assert!(
+        first.contains("write `grpc_stream_codec::tonic::include_proto!(\"_includes\");`"),
+        "{}",
+        stderr(&include_file)
+    );
+    assert_eq!(
+        stderr(&include_file)
+            .matches("error: grpc-stream-codec")
+            .count(),
+        1,
+        "{}",
+        stderr(&include_file)
+    );
+}
+
+#[test]
 fn a_mixed_directory_builds_and_names_the_services_left_on_tonic() {
     let fixture = fixture("mixed");
     // Both services answer, from one server: the prost one on full
-    // framing, the manual one on tonic's.
+    // framing, the JSON one on tonic's, its file included with `include!`
+    // as tonic's examples do (it carries nothing of grpc-stream-codec).
     let built = fixture.run(&[("LAYOUT", "mixed")]);
     assert_answers(&built);
     let text = stderr(&built);
@@ -109,12 +180,29 @@ fn a_mixed_directory_builds_and_names_the_services_left_on_tonic() {
         .collect();
     assert_eq!(warnings.len(), 1, "{text}");
     assert!(
-        warnings[0].contains(
-            "layout.manual.Echo in layout.manual.Echo.rs (codec crate::codec::WrapCodec)"
-        ),
+        warnings[0]
+            .contains("layout.json.Echo in layout.json.Echo.rs (codec crate::codec::JsonCodec)"),
+        "{text}"
+    );
+    assert!(
+        warnings[0].contains("include their files with `include!` or `tonic::include_proto!`"),
         "{text}"
     );
     assert!(!warnings[0].contains("layout.plain"), "{text}");
+
+    // grpc-stream-codec's include_proto! of the JSON file: it has no mark,
+    // and the error says why it may not.
+    let checked = fixture.build(&[("LAYOUT", "mixed-checked")]);
+    let first = first_error(&checked);
+    assert!(
+        first.contains("`layout.json.Echo.rs` in OUT_DIR is tonic-prost-build's stock output")
+            && first.contains(
+                "keeps tonic's framing and has no mark (the hook's cargo warning names it): \
+                 include it with `include!` or `tonic::include_proto!`"
+            ),
+        "{}",
+        stderr(&checked)
+    );
 }
 
 #[test]

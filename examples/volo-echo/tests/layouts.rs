@@ -3,7 +3,9 @@
 //! crate of its own whose `build.rs` generates with volo-build laid out as
 //! `LAYOUT` says, built here with nested `cargo build --offline` runs in the
 //! workspace's target directory (as `hook_order.rs` does: only the fixture
-//! itself is compiled anew).
+//! itself is compiled anew). A layout that includes a rewritten root
+//! another way than through an include macro must fail with the line to
+//! write as its first error.
 //!
 //! Each test works on a copy of its own, so the tests can run side by side
 //! (their builds take turns on the target directory's lock).
@@ -64,6 +66,43 @@ fn committed_code_is_checked_and_hand_written_files_are_left_alone() {
     let after = fixture.build(&[("LAYOUT", "committed")]);
     assert_eq!(fs::read_to_string(&legacy).unwrap(), hand_written);
     assert!(after.status.success(), "{}", stderr(&after));
+}
+
+#[test]
+fn rewritten_roots_included_another_way_name_the_macro_first() {
+    let fixture = fixture("other-ways");
+    // `include!(concat!(env!("OUT_DIR"), "/flow_gen.rs"))`, what
+    // volo::include_service! writes: each root's mark names the line to
+    // write, as the first error.
+    let include = fixture.build(&[("LAYOUT", "include")]);
+    let first = first_error(&include);
+    let names = |root: &str| {
+        first.contains(&format!(
+            "write `grpc_stream_codec::volo::include_service!(\"{root}\");`"
+        ))
+    };
+    assert!(
+        names("flow_gen.rs") || names("hook_gen.rs"),
+        "{}",
+        stderr(&include)
+    );
+
+    // Committed code with `include!`, and as a `mod` item of its own.
+    for layout in ["committed-include", "committed-mod"] {
+        let built = fixture.build(&[("LAYOUT", layout)]);
+        let first = first_error(&built);
+        assert!(
+            first.contains("write `grpc_stream_codec::volo::include_file!(\"gen/volo_gen.rs\");`")
+                && first.contains(
+                    "mod name { grpc_stream_codec::volo::include_file!(\"gen/volo_gen.rs\"); }"
+                ),
+            "{layout}: {}",
+            stderr(&built)
+        );
+    }
+    // The line they name builds.
+    let checked = fixture.build(&[("LAYOUT", "committed")]);
+    assert!(checked.status.success(), "{}", stderr(&checked));
 }
 
 #[test]
