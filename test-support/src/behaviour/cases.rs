@@ -263,12 +263,17 @@ pub fn server_cases() -> Vec<Case> {
             "deflate decompression error: invalid bit length repeat",
         ),
         (
+            "zlib",
+            "deflate decompression error: incorrect header check",
+            "deflate decompression error: invalid bit length repeat",
+        ),
+        (
             "zstd",
             "Unknown frame descriptor",
             "Data corruption detected",
         ),
     ] {
-        let valid = compress(encoding, &plain);
+        let valid = compress(compressor(encoding), &plain);
         let mut overwritten = valid.clone();
         let middle = overwritten.len() / 2;
         for byte in &mut overwritten[middle - 4..middle + 4] {
@@ -406,6 +411,16 @@ pub fn server_cases() -> Vec<Case> {
             "invalid wire type",
             b"\x0f\x00",
             "invalid wire type value: 7",
+        ),
+        (
+            "payload sent as a varint",
+            b"\x08\x01",
+            "EchoRequest.payload: invalid wire type: Varint (expected LengthDelimited)",
+        ),
+        (
+            "payload declaring 16 bytes with 2",
+            b"\x0a\x10\x01\x02",
+            "EchoRequest.payload: buffer underflow",
         ),
     ] {
         cases.push(case(
