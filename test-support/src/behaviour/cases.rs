@@ -353,6 +353,8 @@ pub fn server_cases() -> Vec<Case> {
     let mut message_then_two = request_envelope(b"x");
     message_then_two.extend_from_slice(&[0, 0]);
     for (method, echoed) in [
+        (Method::Unary, Messages::None),
+        (Method::ServerStream, Messages::None),
         (Method::ClientStream, Messages::None),
         (Method::Bidi, Messages::Exactly(1)),
     ] {
