@@ -7,13 +7,15 @@
 //! ([`rss`]); compressible payloads ([`data`]); what an example server
 //! reports about its heap and budget, on request and at exit ([`reports`]);
 //! a fault soak against a budgeted server ([`soak`]); a user's crate a test
-//! builds with cargo ([`fixture`]).
+//! builds with cargo ([`fixture`]); one behaviour suite, its cases defined
+//! once and run against either adapter's server and client ([`behaviour`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
 #![warn(missing_docs)]
 
 pub mod alloc;
+pub mod behaviour;
 pub mod burst;
 pub mod data;
 pub mod fixture;

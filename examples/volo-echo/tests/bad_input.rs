@@ -3,7 +3,8 @@
 //! asks for, on the unary path (decoded by the generated code before the
 //! handler) and the streaming one (decoded in the handler), and the server
 //! goes on serving. The declared 4 GiB length and the gzip bomb are in
-//! `wire.rs`.
+//! `wire.rs`; invalid protobuf payloads are in the behaviour suite
+//! (`examples/interop-tests/tests/behaviour.rs`), on both adapters.
 
 mod support;
 
@@ -292,36 +293,6 @@ async fn deflate_and_zstd_bombs_are_resource_exhausted() {
             envelope(true, &bomb),
             RESOURCE_EXHAUSTED,
             |m| m.contains("exceeds limit 4194304"),
-        )
-        .await;
-    }
-}
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_invalid_protobuf_payload_is_internal_with_the_decoders_text() {
-    let server = start(Flavour::Adapter, EchoService::default()).await;
-    let cases: [(&str, &[u8]); 3] = [
-        // Field 1, length-delimited, declaring 100 bytes with 3 present.
-        ("truncated bytes field", b"\x0a\x64abc"),
-        // A varint that never ends.
-        (
-            "unterminated varint",
-            b"\x10\xff\xff\xff\xff\xff\xff\xff\xff\xff\xff",
-        ),
-        // Wire type 7 does not exist.
-        ("invalid wire type", b"\x0f\x00"),
-    ];
-    for (case, payload) in cases {
-        expect(
-            &server,
-            case,
-            &[],
-            envelope(false, payload),
-            INTERNAL,
-            |m| {
-                m.starts_with("error decoding message: ")
-                    && m.len() > "error decoding message: ".len()
-            },
         )
         .await;
     }

@@ -8,9 +8,10 @@
 //! bound, and a budget layer around stock volo-grpc reports what it cannot
 //! count.
 //!
-//! `stalled_streams_are_held_by_the_budget_and_all_complete` is the small
-//! version that runs in CI (in-process server, figures from the budget's
-//! stats). `issue_13_figures` is the full run from the issue, on the
+//! The small version that runs in CI is the behaviour suite's stall
+//! (`examples/interop-tests/tests/behaviour.rs`, in-process server, figures
+//! from the budget's stats, against tonic's full framing too).
+//! `issue_13_figures` is the full run from the issue, on the
 //! `volo-echo-server` binary with and without `--receive-budget`, reading the
 //! server's RSS from `/proc`:
 //!
@@ -33,61 +34,6 @@ use grpc_stream_codec::budget::SharedBudget;
 use pilota::Bytes;
 use stall::{finish_all, open_stalled, request_wire, small_unary};
 use volo_echo::EchoService;
-
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn stalled_streams_are_held_by_the_budget_and_all_complete() {
-    // 16 calls of 1 MB over 2 connections, 90% sent: 14.4 MB offered
-    // against a 4 MiB budget.
-    stall_in_process(4 << 20, 1_000_000, 2, 16).await;
-}
-
-/// `streams` ClientStream calls of one `message`-byte request over
-/// `connections` connections, 90% sent, against an in-process adapter
-/// server with a budget of `capacity` bytes.
-async fn stall_in_process(capacity: usize, message: usize, connections: usize, streams: usize) {
-    let budget = SharedBudget::new(capacity).with_max_wait(Duration::from_secs(120));
-    let (listener, addr) = volo_echo::bind(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
-        .await
-        .expect("bind");
-    let server = tokio::spawn(volo_echo::adapter::serve_with_budget(
-        listener,
-        EchoService::default(),
-        budget.clone().into(),
-    ));
-
-    let (wire, payload_len) = request_wire(message);
-    let stalled = open_stalled(addr, connections, streams, &wire, message * 9 / 10).await;
-    let held = settle(Duration::from_millis(500), Duration::from_secs(30), || {
-        let stats = budget.stats();
-        (stats.in_use, stats.waiting)
-    })
-    .await;
-    let stats = budget.stats();
-    eprintln!("stalled: {stats:?}");
-    assert!(held.1 > 0, "some streams must wait: {stats:?}");
-    // The progress rule's one message is the only overdraw.
-    assert!(stats.peak <= capacity + message, "{stats:?}");
-    assert!(
-        stats.in_use >= capacity - message,
-        "the budget is in use: {stats:?}"
-    );
-
-    let latency = small_unary(addr).await;
-    eprintln!("small unary while stalled: {latency:?}");
-
-    finish_all(stalled, payload_len).await;
-    let after = settle(Duration::from_millis(200), Duration::from_secs(10), || {
-        budget.stats().in_use
-    })
-    .await;
-    let stats = budget.stats();
-    assert_eq!(
-        (after, stats.waiting, stats.timed_out),
-        (0, 0, 0),
-        "{stats:?}"
-    );
-    server.abort();
-}
 
 /// A `volo-echo-server` child process, answering `memory` on its stdin.
 struct ServerProcess {
