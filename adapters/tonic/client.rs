@@ -26,7 +26,7 @@ use super::send::OkItems;
 use crate::compression::{
     Compression, CompressionEncoding, EncodingList,
 };
-use crate::call::{AtDeadline, ClientCall, request_headers};
+use crate::call::{AtDeadline, ClientCall, MISSING_RESPONSE_MESSAGE, request_headers};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 
@@ -140,7 +140,7 @@ where
             self.streaming(request, path, codec).await?.into_parts();
         let message = match messages.message().await {
             Ok(Some(message)) => message,
-            Ok(None) => return Err(tonic::Status::internal("the response has no message")),
+            Ok(None) => return Err(tonic::Status::internal(MISSING_RESPONSE_MESSAGE)),
             Err(mut status) => {
                 // The response headers are part of what the call answered.
                 merge_metadata(status.metadata_mut(), metadata);

@@ -34,12 +34,12 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, deadline_timer, read_ahead,
+    MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline,
+    deadline_timer, read_ahead, request_head_error,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
-use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 
 
 /// A client-streaming method, as generated code implements it: in place of
@@ -288,7 +288,7 @@ impl<C: FramingCodec> Grpc<C> {
         let message = messages
             .message()
             .await?
-            .ok_or_else(|| tonic::Status::internal("the request has no message"))?;
+            .ok_or_else(|| tonic::Status::internal(MISSING_REQUEST_MESSAGE))?;
         // As grpc-go does: a second message is a protocol violation, not
         // something to drop silently.
         if messages.message().await?.is_some() {
@@ -309,10 +309,10 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError>,
     {
-        // tonic hands binary metadata to handlers as sent; one that is not
-        // base64 is refused here, as grpc-go refuses it.
-        if let Some(name) = first_malformed_binary(req.headers()) {
-            return Err(tonic::Status::internal(malformed_binary_message(name)));
+        // tonic hands binary metadata to handlers as sent and ignores a
+        // malformed deadline; both are refused here, as on volo.
+        if let Some(status) = request_head_error(req.headers()) {
+            return Err(status.into());
         }
         let encoding = self.accept.received_encoding(req.headers())?;
         let (parts, body) = req.into_parts();

@@ -19,9 +19,10 @@ use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
-use crate::binary_metadata::{decode_binary_header, first_malformed_binary, malformed_binary_message};
-use crate::call::{GRPC_TIMEOUT, parse_timeout};
-use crate::status::Code;
+use crate::binary_metadata::decode_binary_header;
+use crate::call::request_head_error;
+use crate::compression::EncodingSet;
+use crate::status::Status;
 
 /// A request's binary metadata, in the request's extensions after
 /// [`BinaryMetadataLayer`] took it out of the headers. Every value is valid
@@ -104,24 +105,20 @@ where
     }
 
     fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
-        // volo-grpc's opt-in server `TimeoutLayer` multiplies the value
-        // unchecked (an overflow panic with overflow checks on); the spec
-        // allows at most 8 digits, and grpc-go refuses anything else.
-        if req
-            .headers()
-            .get(GRPC_TIMEOUT)
-            .is_some_and(|value| parse_timeout(value.as_bytes()).is_none())
-        {
+        // Before volo-grpc sees them: its opt-in server `TimeoutLayer`
+        // overflows on a long `grpc-timeout`, and an unknown encoding gets
+        // volo-grpc's own words without the list gRPC asks for.
+        let refused = request_head_error(req.headers()).or_else(|| {
+            EncodingSet::supported()
+                .received_encoding(req.headers())
+                .err()
+        });
+        if let Some(status) = refused {
             return BinaryMetadataFuture::Refused {
-                response: Some(refusal("malformed grpc-timeout".to_owned())),
+                response: Some(refusal(status)),
             };
         }
         let binary = take_binary(req.headers_mut());
-        if let Some(name) = first_malformed(&binary) {
-            return BinaryMetadataFuture::Refused {
-                response: Some(malformed(&name)),
-            };
-        }
         if !binary.is_empty() {
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
@@ -157,7 +154,7 @@ where
                 Some(response) => Poll::Ready(Ok(response)),
                 // Polled again after it was ready: a broken caller; answer
                 // the same rather than panic.
-                None => Poll::Ready(Ok(malformed(&HeaderName::from_static("x-bin")))),
+                None => Poll::Ready(Ok(refusal(Status::internal("the request was refused")))),
             },
         }
     }
@@ -183,31 +180,15 @@ pub(super) fn warn_unshielded() {
     }
 }
 
-/// The name of the first entry of `binary` whose value is not base64.
-pub(super) fn first_malformed(binary: &HeaderMap) -> Option<HeaderName> {
-    first_malformed_binary(binary).cloned()
-}
-
-/// The message of a refused binary header (grpc-go's wording).
-pub(super) fn malformed_message(name: &HeaderName) -> String {
-    malformed_binary_message(name)
-}
-
-/// A trailers-only `internal` response for a request whose binary header
-/// `name` is not base64.
-fn malformed(name: &HeaderName) -> http::Response<BoxBody> {
-    refusal(malformed_message(name))
-}
-
-/// A trailers-only `internal` response with `message`.
-fn refusal(message: String) -> http::Response<BoxBody> {
+/// A trailers-only response with `status`.
+fn refusal(status: Status) -> http::Response<BoxBody> {
     let mut response = http::Response::new(volo_grpc::body::empty_body());
     let headers = response.headers_mut();
     headers.insert(
         http::header::CONTENT_TYPE,
         HeaderValue::from_static("application/grpc"),
     );
-    crate::status::Status::new(Code::Internal, message).write_headers(headers);
+    status.write_headers(headers);
     response
 }
 

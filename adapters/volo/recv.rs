@@ -40,7 +40,8 @@ impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
     type Item = T;
 
     fn decode(&mut self, message: Bytes) -> Result<T, Status> {
-        T::decode(message).map_err(|err| Status::internal(format!("error decoding message: {err}")))
+        // prost's text alone, as tonic (and this crate's tonic adapter) send it.
+        T::decode(message).map_err(|err| Status::internal(err.to_string()))
     }
 }
 

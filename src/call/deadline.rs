@@ -72,13 +72,20 @@ pub fn deadline_exceeded() -> Status {
 /// A server's response body that ends at the call's deadline, and drives
 /// the request's [`Pump`] whenever hyper polls it.
 ///
-/// At the deadline the inner body (and with it the handler's response
-/// source) is dropped, the request body the handler reads ends with
-/// `DEADLINE_EXCEEDED`, and the trailers carry that status.
+/// At the deadline the request body the handler reads ends with
+/// `DEADLINE_EXCEEDED`; the message being sent, if one is under way, is
+/// sent to its end (it is already encoded: the peer must not see a message
+/// cut short before the status), then the inner body (and with it the
+/// handler's response source) is dropped and the trailers carry that status.
 pub struct ServerDeadline<B> {
     inner: Option<B>,
     timer: Option<Timer>,
     pump: Option<Pump>,
+    /// Where the body is in its envelopes, followed while a deadline may
+    /// cut it.
+    position: EnvelopePosition,
+    /// The deadline passed inside a message: the rest of it goes first.
+    finishing: bool,
     /// Whether the deadline's trailers have been sent.
     expired: bool,
 }
@@ -90,8 +97,40 @@ impl<B> ServerDeadline<B> {
             inner: Some(inner),
             timer,
             pump,
+            position: EnvelopePosition::default(),
+            finishing: false,
             expired: false,
         }
+    }
+}
+
+impl<B> ServerDeadline<B>
+where
+    B: Body<Data = Bytes> + Unpin,
+{
+    /// After the deadline: the rest of the message under way, then the
+    /// trailers.
+    fn poll_finishing(&mut self, cx: &mut Context<'_>) -> PolledFrame<B::Error> {
+        if !self.position.at_boundary()
+            && let Some(inner) = self.inner.as_mut()
+        {
+            let frame = std::task::ready!(Pin::new(inner).poll_frame(cx));
+            // Trailers, an end or an error inside the message: nothing more
+            // of it comes, and the deadline's status follows at once.
+            if let Some(Ok(frame)) = frame
+                && let Ok(mut data) = frame.into_data()
+            {
+                let rest = self.position.advance(&data, true);
+                data.truncate(rest);
+                return Poll::Ready(Some(Ok(Frame::data(data))));
+            }
+        }
+        self.inner = None;
+        self.finishing = false;
+        self.expired = true;
+        let mut trailers = HeaderMap::new();
+        deadline_exceeded().write_headers(&mut trailers);
+        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
     }
 }
 
@@ -111,24 +150,31 @@ where
             && timer.as_mut().poll(cx).is_ready()
         {
             this.timer = None;
-            this.inner = None;
-            this.expired = true;
             if let Some(pump) = this.pump.take() {
                 pump.end_with(deadline_exceeded());
             }
-            let mut trailers = HeaderMap::new();
-            deadline_exceeded().write_headers(&mut trailers);
-            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+            this.finishing = true;
+        }
+        if this.finishing {
+            return this.poll_finishing(cx);
         }
         let Some(inner) = this.inner.as_mut() else {
             return Poll::Ready(None);
         };
         let frame = Pin::new(inner).poll_frame(cx);
-        if let Poll::Ready(None) = frame {
-            // Ended in time: nothing more to watch.
-            this.inner = None;
-            this.timer = None;
-            this.pump = None;
+        match &frame {
+            Poll::Ready(Some(Ok(frame))) if this.timer.is_some() => {
+                if let Some(data) = frame.data_ref() {
+                    this.position.advance(data, false);
+                }
+            }
+            Poll::Ready(None) => {
+                // Ended in time: nothing more to watch.
+                this.inner = None;
+                this.timer = None;
+                this.pump = None;
+            }
+            _ => {}
         }
         frame
     }
@@ -142,9 +188,57 @@ where
 
     fn size_hint(&self) -> SizeHint {
         match &self.inner {
-            Some(inner) if self.timer.is_none() => inner.size_hint(),
+            Some(inner) if self.timer.is_none() && !self.finishing => inner.size_hint(),
             _ => SizeHint::default(),
         }
+    }
+}
+
+/// Where a body of gRPC envelopes is: how much of the current header has
+/// gone by, or how much of the current message is left.
+#[derive(Debug, Default)]
+struct EnvelopePosition {
+    /// Header bytes seen of the current envelope (0 to 5).
+    header: usize,
+    /// The length field, as its bytes arrive.
+    length: [u8; 4],
+    /// Payload bytes left of the current message.
+    left: usize,
+}
+
+impl EnvelopePosition {
+    fn at_boundary(&self) -> bool {
+        self.header == 0
+    }
+
+    /// Moves over `data`; with `stop`, only to the end of the message under
+    /// way. Returns how many bytes it moved over.
+    fn advance(&mut self, data: &[u8], stop: bool) -> usize {
+        let mut at = 0;
+        while at < data.len() {
+            if self.header < 5 {
+                if self.header > 0 {
+                    self.length[self.header - 1] = data[at];
+                }
+                self.header += 1;
+                at += 1;
+                if self.header < 5 {
+                    continue;
+                }
+                self.left = u32::from_be_bytes(self.length) as usize;
+            } else {
+                let taken = self.left.min(data.len() - at);
+                self.left -= taken;
+                at += taken;
+            }
+            if self.left == 0 {
+                self.header = 0;
+                if stop {
+                    break;
+                }
+            }
+        }
+        at
     }
 }
 
@@ -322,6 +416,55 @@ mod tests {
         let first = poll_once(&mut body);
         assert!(matches!(&first, Poll::Ready(Some(Ok(frame))) if frame.is_trailers()));
         assert!(matches!(poll_once(&mut body), Poll::Ready(None)));
+    }
+
+    fn data(polled: PolledFrame<std::convert::Infallible>) -> Bytes {
+        match polled {
+            Poll::Ready(Some(Ok(frame))) => frame.into_data().expect("a data frame"),
+            _ => panic!("no frame"),
+        }
+    }
+
+    #[test]
+    fn a_deadline_inside_a_message_sends_the_rest_of_it_first() {
+        use std::sync::Arc;
+        use std::sync::atomic::{AtomicBool, Ordering};
+
+        // Two 6-byte messages, the first cut across two frames.
+        let chunks: [&'static [u8]; 3] = [b"\0\0\0\0\x06ab", b"cdef\0\0\0\0", b"\x06ghijkl"];
+        let frames = chunks
+            .map(|chunk| Ok::<_, std::convert::Infallible>(Frame::data(Bytes::from_static(chunk))));
+        let inner = StreamBody::new(futures_util::stream::iter(frames));
+        let passed = Arc::new(AtomicBool::new(false));
+        let timer: Timer = Box::pin({
+            let passed = passed.clone();
+            std::future::poll_fn(move |_| {
+                if passed.load(Ordering::Relaxed) {
+                    Poll::Ready(())
+                } else {
+                    Poll::Pending
+                }
+            })
+        });
+        let mut body = ServerDeadline::new(inner, Some(timer), None);
+        let mut cx = Context::from_waker(Waker::noop());
+        let mut sent = data(Pin::new(&mut body).poll_frame(&mut cx)).to_vec();
+        passed.store(true, Ordering::Relaxed);
+        sent.extend_from_slice(&data(Pin::new(&mut body).poll_frame(&mut cx)));
+        assert_eq!(
+            sent, b"\0\0\0\0\x06abcdef",
+            "the first message whole, no more"
+        );
+        let end = Pin::new(&mut body).poll_frame(&mut cx);
+        assert!(
+            matches!(&end, Poll::Ready(Some(Ok(frame)))
+                if frame.trailers_ref().is_some_and(|t| t["grpc-status"] == "4")),
+            "{end:?}"
+        );
+        assert!(matches!(
+            Pin::new(&mut body).poll_frame(&mut cx),
+            Poll::Ready(None)
+        ));
     }
 
     #[test]

@@ -13,18 +13,28 @@
 mod client;
 mod deadline;
 mod read_ahead;
+mod server;
 
 pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::ClientDeadline;
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
-#[cfg(feature = "volo")]
-pub(crate) use deadline::{GRPC_TIMEOUT, parse_timeout};
 pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
+pub(crate) use server::request_head_error;
+
+/// What a server answers (`INTERNAL`) to a unary or server-streaming request
+/// without a message: volo-grpc's and stock tonic's words.
+#[cfg(feature = "tonic")]
+pub(crate) const MISSING_REQUEST_MESSAGE: &str = "Missing request message.";
+
+/// What a client reports (`INTERNAL`) for a unary call answered `OK`
+/// without a message: volo-grpc's and stock tonic's words.
+#[cfg(feature = "tonic")]
+pub(crate) const MISSING_RESPONSE_MESSAGE: &str = "Missing response message.";
 
 /// What a server answers (`INTERNAL`, as grpc-go does) to a unary or
 /// server-streaming request that carries a second message.

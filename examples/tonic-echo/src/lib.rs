@@ -15,6 +15,10 @@ use tonic::transport::Server;
 mod client;
 mod service;
 
+/// Binary request metadata `Unary` sends back as sent, as binary response
+/// metadata of the same name (as the volo Echo server does).
+pub const ECHO_BIN: &str = "x-echo-bin";
+
 pub use client::{
     ClientStack, EchoClient, Mismatch, check_bidi, check_client_stream, check_server_stream,
     check_server_stream_expecting, check_unary, request_payload,

@@ -197,7 +197,14 @@ macro_rules! impl_echo {
                 &self,
                 request: Request<EchoRequest>,
             ) -> Result<Response<EchoResponse>, Status> {
-                Ok(Response::new(unary(request.into_inner())))
+                // Binary request metadata comes back as sent: how tests see
+                // a valid `-bin` header reach a handler and a client.
+                let echo_bin = request.metadata().get_bin($crate::ECHO_BIN).cloned();
+                let mut response = Response::new(unary(request.into_inner()));
+                if let Some(value) = echo_bin {
+                    response.metadata_mut().insert_bin($crate::ECHO_BIN, value);
+                }
+                Ok(response)
             }
 
             type ServerStreamStream = ResponseStream;

@@ -243,8 +243,7 @@ pub fn server_cases() -> Vec<Case> {
         },
         Expect::new(
             code::UNIMPLEMENTED,
-            "message compression \"snappy\" is not supported; supported: \
-             identity,gzip,deflate,zstd",
+            "unsupported grpc-encoding \"snappy\"; supported: identity,gzip,deflate,zstd",
         ),
     ));
 
