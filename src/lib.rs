@@ -39,6 +39,10 @@ pub mod compression;
 pub mod decode;
 pub mod encode;
 pub mod envelope;
+#[cfg(feature = "opentelemetry")]
+pub mod observe;
+#[cfg(not(feature = "opentelemetry"))]
+mod observe;
 pub mod status;
 
 /// Puts `#[cfg(feature = $feature)]` on each item: the adapters' files and

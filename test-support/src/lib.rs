@@ -7,7 +7,8 @@
 //! ([`rss`]); compressible payloads ([`data`]); what an example server
 //! reports about its heap and budget, on request and at exit ([`reports`]);
 //! a fault soak against a budgeted server ([`soak`]); a user's crate a test
-//! builds with cargo ([`fixture`]).
+//! builds with cargo ([`fixture`]); with the `metrics` feature, what an
+//! OpenTelemetry meter recorded ([`metrics`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -17,6 +18,8 @@ pub mod alloc;
 pub mod burst;
 pub mod data;
 pub mod fixture;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod process;
 pub mod raw_h2;
 pub mod reports;
