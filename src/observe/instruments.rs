@@ -28,12 +28,34 @@ pub mod names {
     pub const SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
         "grpc.server.call.rcvd_total_compressed_message_size";
 
+    /// Client call attempts started (counter, `{attempt}`; `grpc.method`,
+    /// `grpc.target`). This crate makes one attempt per call.
+    pub const CLIENT_ATTEMPT_STARTED: &str = "grpc.client.attempt.started";
+    /// Client attempt duration, from sending the request headers to the
+    /// status (histogram, `s`; `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_ATTEMPT_DURATION: &str = "grpc.client.attempt.duration";
+    /// Bytes of request messages a client attempt sent, as on the wire
+    /// (histogram, `By`; `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
+        "grpc.client.attempt.sent_total_compressed_message_size";
+    /// Bytes of response messages a client attempt received, as on the
+    /// wire (histogram, `By`; `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
+        "grpc.client.attempt.rcvd_total_compressed_message_size";
+    /// Client call duration as the application sees it (histogram, `s`;
+    /// `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_CALL_DURATION: &str = "grpc.client.call.duration";
+
     /// The full method name without the leading slash, e.g.
     /// `streamcodec.echo.v1.Echo/Unary`.
     pub const METHOD: &str = "grpc.method";
     /// The status code's name, e.g. `OK`, `RESOURCE_EXHAUSTED`.
     pub const STATUS: &str = "grpc.status";
-    /// What [`METHOD`] says once the set of method names seen is full.
+    /// The server a client calls: the request URI's `scheme://authority`
+    /// (volo-grpc's clients: `http://IP:PORT`), or [`OTHER_METHOD`] when
+    /// the transport adds it (a tonic `Channel`).
+    pub const TARGET: &str = "grpc.target";
+    /// What [`METHOD`] (and [`TARGET`]) says once the set of method names seen is full.
     pub const OTHER_METHOD: &str = "other";
 }
 
@@ -75,6 +97,11 @@ pub(crate) struct Instruments {
     pub(crate) server_duration: Histogram<f64>,
     pub(crate) server_sent: Histogram<u64>,
     pub(crate) server_rcvd: Histogram<u64>,
+    pub(crate) client_started: Counter<u64>,
+    pub(crate) client_duration: Histogram<f64>,
+    pub(crate) client_sent: Histogram<u64>,
+    pub(crate) client_rcvd: Histogram<u64>,
+    pub(crate) client_call_duration: Histogram<f64>,
     methods: Mutex<HashMap<Box<str>, Value>>,
 }
 
@@ -114,6 +141,27 @@ impl Instruments {
                 names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE,
                 "Compressed bytes of the request messages of one server call",
             ),
+            client_started: meter
+                .u64_counter(names::CLIENT_ATTEMPT_STARTED)
+                .with_unit("{attempt}")
+                .with_description("Number of client call attempts started")
+                .build(),
+            client_duration: seconds(
+                names::CLIENT_ATTEMPT_DURATION,
+                "Time from a client attempt's request headers to its status",
+            ),
+            client_sent: bytes(
+                names::CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE,
+                "Compressed bytes of the request messages of one client attempt",
+            ),
+            client_rcvd: bytes(
+                names::CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE,
+                "Compressed bytes of the response messages of one client attempt",
+            ),
+            client_call_duration: seconds(
+                names::CLIENT_CALL_DURATION,
+                "Time from a client call's start to its status",
+            ),
             methods: Mutex::new(HashMap::new()),
         }
     }
@@ -122,7 +170,20 @@ impl Instruments {
     /// one shared string per method, so recording allocates nothing once a
     /// method has been seen.
     pub(crate) fn method(&self, path: &str) -> Value {
-        let name = path.strip_prefix('/').unwrap_or(path);
+        self.interned(path.strip_prefix('/').unwrap_or(path))
+    }
+
+    /// The `grpc.target` value of a client's request URI.
+    pub(crate) fn target(&self, uri: &http::Uri) -> Value {
+        match (uri.scheme_str(), uri.authority()) {
+            (Some(scheme), Some(authority)) => {
+                self.interned(&format!("{scheme}://{}", authority.as_str()))
+            }
+            _ => Value::from(names::OTHER_METHOD),
+        }
+    }
+
+    fn interned(&self, name: &str) -> Value {
         let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(value) = methods.get(name) {
             return value.clone();

@@ -12,6 +12,10 @@
 //! instruments, their attributes and which adapter records which.
 
 #[cfg(feature = "opentelemetry")]
+mod budget;
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+mod client;
+#[cfg(feature = "opentelemetry")]
 mod instruments;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 mod server;
@@ -19,10 +23,20 @@ mod server;
 mod wire;
 
 #[cfg(feature = "opentelemetry")]
+pub use budget::{budget_names, observe_budget};
+#[cfg(feature = "opentelemetry")]
 pub use instruments::{install, installed, names};
 
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+pub(crate) use client::client_call;
 #[cfg(all(feature = "opentelemetry", feature = "volo"))]
 pub(crate) use server::ServerCall;
+/// A body whose message bytes are counted as they pass.
+#[cfg(all(feature = "opentelemetry", feature = "volo"))]
+pub(crate) type Counted<B> = wire::Counted<B>;
+/// Without the feature nothing is counted: the body itself.
+#[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
+pub(crate) type Counted<B> = B;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 pub(crate) use server::{server_call, server_response};
 
@@ -43,6 +57,27 @@ mod off {
         (req, ServerCall)
     }
 
+    /// Nothing to carry.
+    pub(crate) struct ClientAttempt;
+
+    impl ClientAttempt {
+        /// Nothing to record.
+        #[inline(always)]
+        pub(crate) fn end(self, _code: crate::status::Code) {}
+
+        /// The body as it came.
+        #[inline(always)]
+        pub(crate) fn response<B>(self, _headers: &http::HeaderMap, body: B) -> B {
+            body
+        }
+    }
+
+    /// The body as it came.
+    #[inline(always)]
+    pub(crate) fn client_call<B>(_parts: &http::request::Parts, body: B) -> (B, ClientAttempt) {
+        (body, ClientAttempt)
+    }
+
     /// The response as it came.
     #[inline(always)]
     pub(crate) fn server_response<B>(
@@ -59,4 +94,4 @@ pub(crate) use off::ServerCall;
     not(feature = "opentelemetry"),
     any(feature = "tonic", feature = "volo")
 ))]
-pub(crate) use off::{server_call, server_response};
+pub(crate) use off::{client_call, server_call, server_response};

@@ -14,7 +14,7 @@ use opentelemetry::{KeyValue, Value};
 use pin_project_lite::pin_project;
 
 use super::instruments::{Instruments, instruments, names};
-use super::wire::{MessageBytes, Received};
+use super::wire::{Counted, MessageBytes};
 use crate::status::Code;
 
 /// A server call being recorded, or nothing when no meter is installed.
@@ -71,16 +71,16 @@ impl Drop for ServerCall {
 
 /// Starts recording the call `req` opens (when a meter is installed), and
 /// counts the message bytes of its body as they are read.
-pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Received<B>>, ServerCall) {
+pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>>, ServerCall) {
     let Some(instruments) = instruments() else {
-        return (req.map(|body| Received::new(body, None)), ServerCall(None));
+        return (req.map(|body| Counted::new(body, None)), ServerCall(None));
     };
     let method = instruments.method(req.uri().path());
     instruments
         .server_started
         .add(1, &[KeyValue::new(names::METHOD, method.clone())]);
     let received = Arc::new(AtomicU64::new(0));
-    let req = req.map(|body| Received::new(body, Some(received.clone())));
+    let req = req.map(|body| Counted::new(body, Some(received.clone())));
     let call = Live {
         instruments,
         method,
@@ -105,7 +105,7 @@ pub(crate) fn server_response<B>(
 }
 
 /// The code in `headers`' `grpc-status`, if they carry one.
-fn status_of(headers: &HeaderMap) -> Option<Code> {
+pub(super) fn status_of(headers: &HeaderMap) -> Option<Code> {
     let value = headers.get("grpc-status")?;
     let code = std::str::from_utf8(value.as_bytes())
         .ok()

@@ -81,25 +81,25 @@ impl MessageBytes {
 }
 
 pin_project! {
-    /// A request body whose message bytes are added to a call's count as
-    /// its frames are read.
-    pub struct Received<B> {
+    /// A body whose message bytes are added to a call's count as its
+    /// frames pass: a server's request, a client's request.
+    pub struct Counted<B> {
         #[pin]
         inner: B,
         count: Option<(MessageBytes, Arc<AtomicU64>)>,
     }
 }
 
-impl<B> Received<B> {
+impl<B> Counted<B> {
     pub(crate) fn new(inner: B, total: Option<Arc<AtomicU64>>) -> Self {
-        Received {
+        Counted {
             inner,
             count: total.map(|total| (MessageBytes::default(), total)),
         }
     }
 }
 
-impl<B> Body for Received<B>
+impl<B> Body for Counted<B>
 where
     B: Body,
     B::Data: Buf,

@@ -3,7 +3,7 @@
 //! plain numbers per attribute set.
 
 use std::collections::BTreeMap;
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use opentelemetry::metrics::{Meter, MeterProvider as _};
@@ -48,7 +48,7 @@ pub struct Recorder {
     provider: SdkMeterProvider,
     exporter: InMemoryMetricExporter,
     meter: Meter,
-    serial: Mutex<()>,
+    serial: tokio::sync::Mutex<()>,
 }
 
 impl Recorder {
@@ -67,7 +67,7 @@ impl Recorder {
                 provider,
                 exporter,
                 meter,
-                serial: Mutex::new(()),
+                serial: tokio::sync::Mutex::new(()),
             }
         })
     }
@@ -80,8 +80,8 @@ impl Recorder {
     /// Starts one test's reading: tests of the process take turns (the
     /// instruments are process-wide), and what earlier calls recorded is
     /// dropped.
-    pub fn start(&self) -> MutexGuard<'_, ()> {
-        let turn = self.serial.lock().unwrap_or_else(|e| e.into_inner());
+    pub async fn start(&self) -> tokio::sync::MutexGuard<'_, ()> {
+        let turn = self.serial.lock().await;
         self.provider.force_flush().expect("flush");
         self.exporter.reset();
         turn
@@ -105,13 +105,13 @@ impl Recorder {
     /// [`Recorder::read`] once `done` holds for it, trying for up to 10 s:
     /// a server records a call as its last frame leaves, which can be just
     /// after the client has read it.
-    pub fn read_when(&self, name: &str, done: impl Fn(&Instrument) -> bool) -> Instrument {
+    pub async fn read_when(&self, name: &str, done: impl Fn(&Instrument) -> bool) -> Instrument {
         for _ in 0..1000 {
             let instrument = self.read(name);
             if done(&instrument) {
                 return instrument;
             }
-            std::thread::sleep(Duration::from_millis(10));
+            tokio::time::sleep(Duration::from_millis(10)).await;
         }
         self.read(name)
     }
@@ -129,6 +129,11 @@ impl Instrument {
     /// The summed count of the points matching `with`.
     pub fn count(&self, with: &[(&str, &str)]) -> u64 {
         self.matching(with).iter().map(|point| point.count).sum()
+    }
+
+    /// The value of the last point matching `with` (a gauge's latest).
+    pub fn last(&self, with: &[(&str, &str)]) -> Option<f64> {
+        self.matching(with).last().map(|point| point.sum)
     }
 
     /// The summed sum of the points matching `with`.

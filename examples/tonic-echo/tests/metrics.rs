@@ -76,14 +76,16 @@ fn envelopes(mut body: &[u8]) -> Vec<(u8, usize)> {
 }
 
 /// The duration histogram once it holds `calls` calls.
-fn durations(recorder: &Recorder, calls: u64) -> Instrument {
-    recorder.read_when(names::SERVER_CALL_DURATION, |i| i.count(&[]) >= calls)
+async fn durations(recorder: &Recorder, calls: u64) -> Instrument {
+    recorder
+        .read_when(names::SERVER_CALL_DURATION, |i| i.count(&[]) >= calls)
+        .await
 }
 
 #[tokio::test]
 async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let addr = start_server().await;
 
     let request = EchoRequest {
@@ -108,7 +110,7 @@ async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
     assert!(sent_bytes < 10_000, "the echo was compressed: {sent_bytes}");
 
     let ok = [(names::METHOD, method(UNARY)), (names::STATUS, "OK")];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.unit, "s");
     assert_eq!(duration.count(&ok), 1, "{duration:?}");
     assert_eq!(duration.matching(&ok)[0].bounds, LATENCY_BOUNDS);
@@ -134,7 +136,7 @@ async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
 #[tokio::test]
 async fn a_refused_request_is_recorded_with_its_status() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let addr = start_server().await;
 
     let mut body = header(0, LIMIT as u32 + 1);
@@ -146,7 +148,7 @@ async fn a_refused_request_is_recorded_with_its_status() {
         (names::METHOD, method(UNARY)),
         (names::STATUS, "RESOURCE_EXHAUSTED"),
     ];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.count(&refused), 1, "{duration:?}");
     let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(sent.sum(&refused), 0.0, "{sent:?}");
@@ -155,7 +157,7 @@ async fn a_refused_request_is_recorded_with_its_status() {
 #[tokio::test]
 async fn a_deadline_is_recorded_as_deadline_exceeded() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let addr = start_server().await;
 
     // A paced stream outlives its 100 ms deadline by far.
@@ -178,7 +180,7 @@ async fn a_deadline_is_recorded_as_deadline_exceeded() {
         (names::METHOD, method(SERVER_STREAM)),
         (names::STATUS, "DEADLINE_EXCEEDED"),
     ];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.count(&ended), 1, "{duration:?}");
     let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(sent.sum(&ended), sent_bytes as f64, "{sent:?}");
@@ -187,7 +189,7 @@ async fn a_deadline_is_recorded_as_deadline_exceeded() {
 #[tokio::test]
 async fn a_bidi_call_from_a_tonic_client_is_recorded() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let addr = start_server().await;
 
     let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
@@ -215,7 +217,7 @@ async fn a_bidi_call_from_a_tonic_client_is_recorded() {
     }
 
     let ok = [(names::METHOD, BIDI), (names::STATUS, "OK")];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.count(&ok), 1, "{duration:?}");
     let started = recorder.read(names::SERVER_CALL_STARTED);
     assert_eq!(started.sum(&[(names::METHOD, BIDI)]), 1.0, "{started:?}");
@@ -223,4 +225,176 @@ async fn a_bidi_call_from_a_tonic_client_is_recorded() {
     assert_eq!(sent.sum(&ok), response_bytes as f64, "{sent:?}");
     let rcvd = recorder.read(names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(rcvd.sum(&ok), request_bytes as f64, "{rcvd:?}");
+}
+
+/// A full-framing client of `addr`.
+async fn full_client(
+    addr: SocketAddr,
+) -> tonic_echo::full::echo_client::EchoClient<tonic::transport::Channel> {
+    let channel = tonic::transport::Endpoint::from_shared(format!("http://{addr}"))
+        .unwrap()
+        .connect()
+        .await
+        .unwrap();
+    tonic_echo::full::echo_client::EchoClient::new(channel)
+}
+
+#[tokio::test]
+async fn a_client_attempt_counts_the_bytes_on_the_wire() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    // The server's answer, made here: a zstd-compressed response.
+    let response = EchoResponse {
+        payload: vec![b'b'; 5000].into(),
+        ..Default::default()
+    };
+    let compressed = zstd::encode_all(&response.encode_to_vec()[..], 3).unwrap();
+    let script = test_support::raw_h2::Script::full(
+        &[("grpc-encoding", "zstd")],
+        &envelope(1, &compressed),
+        &[("grpc-status", "0")],
+    );
+    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
+
+    let request = EchoRequest {
+        payload: tonic_echo::request_payload(0, 300),
+        ..Default::default()
+    };
+    let request_bytes = request.encoded_len();
+    let mut client = full_client(addr)
+        .await
+        .accept_compressed(tonic::codec::CompressionEncoding::Zstd);
+    let reply = client.unary(request).await.unwrap().into_inner();
+    assert_eq!(reply, response);
+
+    let ok = [
+        (names::METHOD, method(UNARY)),
+        (names::TARGET, names::OTHER_METHOD),
+        (names::STATUS, "OK"),
+    ];
+    let started = recorder.read(names::CLIENT_ATTEMPT_STARTED);
+    let started_attributes = [
+        (names::METHOD, method(UNARY)),
+        (names::TARGET, names::OTHER_METHOD),
+    ];
+    assert_eq!(started.sum(&started_attributes), 1.0, "{started:?}");
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.unit, "s");
+    assert_eq!(duration.count(&ok), 1, "{duration:?}");
+    assert_eq!(duration.matching(&ok)[0].bounds, LATENCY_BOUNDS);
+    let call = recorder.read(names::CLIENT_CALL_DURATION);
+    assert_eq!(call.unit, "s");
+    assert_eq!(call.count(&ok), 1, "{call:?}");
+    let sent = recorder.read(names::CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.unit, "By");
+    assert_eq!(sent.sum(&ok), request_bytes as f64, "{sent:?}");
+    assert_eq!(sent.matching(&ok)[0].bounds, SIZE_BOUNDS);
+    let rcvd = recorder.read(names::CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(rcvd.sum(&ok), compressed.len() as f64, "{rcvd:?}");
+}
+
+#[tokio::test]
+async fn a_client_attempt_takes_its_status_from_the_trailers() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let (addr, _server) = test_support::raw_h2::serve_raw_with(Vec::new(), Some("8")).await;
+
+    let status = full_client(addr)
+        .await
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted);
+
+    let exhausted = [
+        (names::METHOD, method(UNARY)),
+        (names::STATUS, "RESOURCE_EXHAUSTED"),
+    ];
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.count(&exhausted), 1, "{duration:?}");
+    let call = recorder.read(names::CLIENT_CALL_DURATION);
+    assert_eq!(call.count(&exhausted), 1, "{call:?}");
+}
+
+#[tokio::test]
+async fn a_client_deadline_is_recorded_as_deadline_exceeded() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let addr = start_server().await;
+
+    let mut request = tonic::Request::new(EchoRequest {
+        response_count: 1000,
+        response_size: 10,
+        ..Default::default()
+    });
+    request.set_timeout(std::time::Duration::from_millis(100));
+    request
+        .metadata_mut()
+        .insert(tonic_echo::PACE_MICROS, "50000".parse().unwrap());
+    let mut responses = full_client(addr)
+        .await
+        .server_stream(request)
+        .await
+        .unwrap()
+        .into_inner();
+    let status = loop {
+        match responses.message().await {
+            Ok(Some(_)) => continue,
+            Ok(None) => panic!("the stream outlived its deadline"),
+            Err(status) => break status,
+        }
+    };
+    assert_eq!(status.code(), tonic::Code::DeadlineExceeded, "{status:?}");
+
+    let ended = [
+        (names::METHOD, method(SERVER_STREAM)),
+        (names::STATUS, "DEADLINE_EXCEEDED"),
+    ];
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.count(&ended), 1, "{duration:?}");
+}
+
+#[tokio::test]
+async fn the_receive_budget_is_read_when_the_meter_collects() {
+    use grpc_stream_codec::budget::{Budget, SharedBudget};
+    use grpc_stream_codec::observe::budget_names;
+
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let budget: Budget = SharedBudget::new(1 << 20).into();
+    grpc_stream_codec::observe::observe_budget(recorder.meter(), "metrics-test", &budget);
+    let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    tokio::spawn(tonic_echo::serve_full_with_budget(listener, budget.clone()));
+
+    let requests: Vec<EchoRequest> = (0..3)
+        .map(|seq| EchoRequest {
+            payload: tonic_echo::request_payload(seq, 50_000),
+            ..Default::default()
+        })
+        .collect();
+    let reply = full_client(addr)
+        .await
+        .client_stream(tokio_stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.count, 3);
+
+    let this = [(budget_names::BUDGET, "metrics-test")];
+    let capacity = recorder.read(budget_names::CAPACITY);
+    assert_eq!(capacity.unit, "By");
+    assert_eq!(capacity.last(&this), Some((1 << 20) as f64), "{capacity:?}");
+    let peak = recorder.read(budget_names::PEAK);
+    assert_eq!(
+        peak.last(&this),
+        Some(budget.stats().peak as f64),
+        "{peak:?}"
+    );
+    assert!(budget.stats().peak >= 50_000, "{:?}", budget.stats());
+    let in_use = recorder
+        .read_when(budget_names::IN_USE, |i| i.last(&this) == Some(0.0))
+        .await;
+    assert_eq!(in_use.last(&this), Some(0.0), "{in_use:?}");
 }

@@ -41,8 +41,10 @@ fn envelopes(mut body: &[u8]) -> Vec<(u8, usize)> {
 }
 
 /// The duration histogram once it holds `calls` calls.
-fn durations(recorder: &Recorder, calls: u64) -> Instrument {
-    recorder.read_when(names::SERVER_CALL_DURATION, |i| i.count(&[]) >= calls)
+async fn durations(recorder: &Recorder, calls: u64) -> Instrument {
+    recorder
+        .read_when(names::SERVER_CALL_DURATION, |i| i.count(&[]) >= calls)
+        .await
 }
 
 fn encoded_len(message: &impl Message) -> usize {
@@ -52,7 +54,7 @@ fn encoded_len(message: &impl Message) -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let server = start(Flavour::Adapter, EchoService::default()).await;
 
     // An EchoRequest with a 10,000-byte payload, encoded by hand.
@@ -79,7 +81,7 @@ async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
     assert!(sent_bytes < 10_000, "the echo was compressed: {sent_bytes}");
 
     let ok = [(names::METHOD, UNARY), (names::STATUS, "OK")];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.unit, "s");
     assert_eq!(duration.count(&ok), 1, "{duration:?}");
     let started = recorder.read(names::SERVER_CALL_STARTED);
@@ -94,7 +96,7 @@ async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_request_is_recorded_with_its_status() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let server = start(Flavour::Adapter, EchoService::default()).await;
 
     let mut body = vec![0u8, 0xff, 0xff, 0xff, 0xff];
@@ -106,14 +108,14 @@ async fn a_refused_request_is_recorded_with_its_status() {
         (names::METHOD, UNARY),
         (names::STATUS, "RESOURCE_EXHAUSTED"),
     ];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.count(&refused), 1, "{duration:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_is_recorded_as_deadline_exceeded() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let server = start(Flavour::Adapter, EchoService::default()).await;
 
     // A paced stream outlives its 100 ms deadline by far.
@@ -134,7 +136,7 @@ async fn a_deadline_is_recorded_as_deadline_exceeded() {
         (names::METHOD, SERVER_STREAM),
         (names::STATUS, "DEADLINE_EXCEEDED"),
     ];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.count(&ended), 1, "{duration:?}");
     let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(sent.sum(&ended), sent_bytes as f64, "{sent:?}");
@@ -143,7 +145,7 @@ async fn a_deadline_is_recorded_as_deadline_exceeded() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_client_stream_from_a_volo_client_is_recorded() {
     let recorder = recorder();
-    let _turn = recorder.start();
+    let _turn = recorder.start().await;
     let server = start(Flavour::Adapter, EchoService::default()).await;
 
     let client = volo_echo::adapter::client(server.addr, None);
@@ -162,10 +164,80 @@ async fn a_client_stream_from_a_volo_client_is_recorded() {
     assert_eq!(reply.count, 5);
 
     let ok = [(names::METHOD, CLIENT_STREAM), (names::STATUS, "OK")];
-    let duration = durations(recorder, 1);
+    let duration = durations(recorder, 1).await;
     assert_eq!(duration.count(&ok), 1, "{duration:?}");
     let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(sent.sum(&ok), encoded_len(&reply) as f64, "{sent:?}");
     let rcvd = recorder.read(names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(rcvd.sum(&ok), request_bytes as f64, "{rcvd:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_attempt_counts_the_bytes_on_the_wire() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    // The server's answer, made here: an EchoResponse with a 5,000-byte
+    // payload, encoded by hand.
+    let mut response = vec![0x0a];
+    test_support::raw_h2::put_varint(&mut response, 5000);
+    response.extend_from_slice(&[b'b'; 5000]);
+    let (addr, _server) =
+        test_support::raw_h2::serve_raw(test_support::raw_h2::envelope(0, &response)).await;
+
+    let request = EchoRequest {
+        payload: volo_echo::request_payload(0, 300),
+        ..Default::default()
+    };
+    let request_bytes = encoded_len(&request);
+    let reply = volo_echo::adapter::client(addr, None)
+        .unary(request)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.payload.len(), 5000);
+
+    let target = format!("http://{addr}");
+    let ok = [
+        (names::METHOD, UNARY),
+        (names::TARGET, target.as_str()),
+        (names::STATUS, "OK"),
+    ];
+    let started = recorder.read(names::CLIENT_ATTEMPT_STARTED);
+    assert_eq!(
+        started.sum(&[(names::METHOD, UNARY), (names::TARGET, target.as_str())]),
+        1.0,
+        "{started:?}"
+    );
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.unit, "s");
+    assert_eq!(duration.count(&ok), 1, "{duration:?}");
+    let call = recorder.read(names::CLIENT_CALL_DURATION);
+    assert_eq!(call.count(&ok), 1, "{call:?}");
+    let sent = recorder.read(names::CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.unit, "By");
+    assert_eq!(sent.sum(&ok), request_bytes as f64, "{sent:?}");
+    let rcvd = recorder.read(names::CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(rcvd.sum(&ok), response.len() as f64, "{rcvd:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_attempt_takes_its_status_from_the_trailers() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let (addr, _server) = test_support::raw_h2::serve_raw_with(Vec::new(), Some("8")).await;
+
+    let status = volo_echo::adapter::client(addr, None)
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::ResourceExhausted);
+
+    let exhausted = [
+        (names::METHOD, UNARY),
+        (names::STATUS, "RESOURCE_EXHAUSTED"),
+    ];
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.count(&exhausted), 1, "{duration:?}");
+    let call = recorder.read(names::CLIENT_CALL_DURATION);
+    assert_eq!(call.count(&exhausted), 1, "{call:?}");
 }
