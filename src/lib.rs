@@ -13,6 +13,8 @@
 //! - [`budget`]: a receive memory budget shared across streams, with
 //!   HTTP/2 backpressure instead of errors;
 //! - [`status`]: a compact [`Status`] that is cheap to return in `Result`;
+//! - `observe` (feature `opentelemetry`): gRPC's OpenTelemetry metrics
+//!   (gRFC A66) of the adapters' calls, and a receive budget's figures;
 //! - `tonic` (feature `tonic`, build hook alone: `tonic-build-hook`): full
 //!   framing for tonic 0.14 through a build-script hook, and a codec for
 //!   `codec_path`;

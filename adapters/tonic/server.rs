@@ -198,7 +198,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let (req, call) = observe::server_call(req);
         let response = self.unary_call(service, req).await;
-        observe::server_response(response, call).map(Body::new)
+        observe::server_response(response, call, Body::new)
     }
 
     /// Handles a server-streaming call.
@@ -215,7 +215,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let (req, call) = observe::server_call(req);
         let response = self.server_streaming_call(service, req).await;
-        observe::server_response(response, call).map(Body::new)
+        observe::server_response(response, call, Body::new)
     }
 
     /// Handles a client-streaming call.
@@ -231,7 +231,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let (req, call) = observe::server_call(req);
         let response = self.client_streaming_call(service, req).await;
-        observe::server_response(response, call).map(Body::new)
+        observe::server_response(response, call, Body::new)
     }
 
     /// Handles a bidi-streaming call.
@@ -248,7 +248,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let (req, call) = observe::server_call(req);
         let response = self.streaming_call(service, req).await;
-        observe::server_response(response, call).map(Body::new)
+        observe::server_response(response, call, Body::new)
     }
 
     async fn unary_call<S, B>(

@@ -105,8 +105,13 @@ where
         };
         let response = std::task::ready!(polled)?;
         let timer = this.timer.take();
-        let response = response.map(|body| ServerDeadline::new(body, timer, pump));
+        let response =
+            response.map(|body| volo_grpc::body::boxed(ServerDeadline::new(body, timer, pump)));
         let call = std::mem::take(this.call);
-        Poll::Ready(Ok(observe::server_response(response, call).map(volo_grpc::body::boxed)))
+        Poll::Ready(Ok(observe::server_response(
+            response,
+            call,
+            volo_grpc::body::boxed,
+        )))
     }
 }

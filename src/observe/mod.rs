@@ -83,6 +83,7 @@ mod off {
     pub(crate) fn server_response<B>(
         response: http::Response<B>,
         _call: ServerCall,
+        _wrap: impl FnOnce(B) -> B,
     ) -> http::Response<B> {
         response
     }

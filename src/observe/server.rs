@@ -93,15 +93,19 @@ pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>
 }
 
 /// The call's response, whose body counts the message bytes it sends and
-/// ends the record at the status.
+/// ends the record at the status: `wrap` puts the recording body in the
+/// response's body type. Not recorded, the response is returned as it is
+/// (no wrapping, no allocation).
 pub(crate) fn server_response<B>(
     response: http::Response<B>,
     mut call: ServerCall,
-) -> http::Response<Sent<B>> {
-    if let Some(live) = &mut call.0 {
-        live.status = status_of(response.headers());
-    }
-    response.map(|inner| Sent { inner, call })
+    wrap: impl FnOnce(Sent<B>) -> B,
+) -> http::Response<B> {
+    let Some(live) = &mut call.0 else {
+        return response;
+    };
+    live.status = status_of(response.headers());
+    response.map(|inner| wrap(Sent { inner, call }))
 }
 
 /// The code in `headers`' `grpc-status`, if they carry one.

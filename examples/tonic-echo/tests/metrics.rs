@@ -362,7 +362,10 @@ async fn the_receive_budget_is_read_when_the_meter_collects() {
     let recorder = recorder();
     let _turn = recorder.start().await;
     let budget: Budget = SharedBudget::new(1 << 20).into();
+    // snippet observe
+    grpc_stream_codec::observe::install(recorder.meter());
     grpc_stream_codec::observe::observe_budget(recorder.meter(), "metrics-test", &budget);
+    // end snippet
     let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
         .await
         .unwrap();
