@@ -13,6 +13,8 @@
 //! - [`budget`]: a receive memory budget shared across streams, with
 //!   HTTP/2 backpressure instead of errors;
 //! - [`status`]: a compact [`Status`] that is cheap to return in `Result`;
+//! - `observe` (feature `opentelemetry`): gRPC's OpenTelemetry metrics
+//!   (gRFC A66) of the adapters' calls, and a receive budget's figures;
 //! - `tonic` (feature `tonic`, build hook alone: `tonic-build-hook`): full
 //!   framing for tonic 0.14 through a build-script hook, and a codec for
 //!   `codec_path`;
@@ -39,6 +41,10 @@ pub mod compression;
 pub mod decode;
 pub mod encode;
 pub mod envelope;
+#[cfg(feature = "opentelemetry")]
+pub mod observe;
+#[cfg(not(feature = "opentelemetry"))]
+mod observe;
 pub mod status;
 
 /// Puts `#[cfg(feature = $feature)]` on each item: the adapters' files and

@@ -29,6 +29,7 @@ use crate::compression::{
 use crate::call::{AtDeadline, ClientCall, MISSING_RESPONSE_MESSAGE, request_headers};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
+use crate::observe;
 
 /// Makes gRPC calls over a tonic transport on this crate's framing: the same
 /// API as `tonic::client::Grpc`, which generated clients use after the
@@ -184,6 +185,7 @@ where
     {
         let request = self.http_request::<S, M1>(request, path)?;
         let (parts, body) = request.into_parts();
+        let (body, attempt) = observe::client_call(&parts, body);
         let (body, mut call) = ClientCall::start(&parts.headers, body);
         let request = http::Request::from_parts(parts, Body::new(body));
         let sent = async {
@@ -197,15 +199,25 @@ where
         };
         let response = match call.response(sent, is_transport).await {
             Ok(response) => response,
-            Err(AtDeadline::Error(status)) => return Err(status),
-            Err(AtDeadline::Exceeded(status)) => return Err(status.into()),
+            Err(AtDeadline::Error(status)) => {
+                attempt.end(crate::status::Code::from_i32(status.code() as i32));
+                return Err(status);
+            }
+            Err(AtDeadline::Exceeded(status)) => {
+                attempt.end(status.code());
+                return Err(status.into());
+            }
         };
         let (parts, body) = response.into_parts();
-        ClientCall::check_response_headers(&parts.headers)?;
+        if let Err(status) = ClientCall::check_response_headers(&parts.headers) {
+            attempt.end(status.code());
+            return Err(status.into());
+        }
+        let body = attempt.response(&parts.headers, call.response_body(bytes_body(body)));
         let messages = Streaming::new_response(
             parts.status,
             &parts.headers,
-            call.response_body(bytes_body(body)),
+            body,
             self.limits,
         )
         .with_optional_budget(tagged_budget(&parts.extensions));

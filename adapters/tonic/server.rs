@@ -40,6 +40,7 @@ use crate::call::{
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
+use crate::observe;
 
 
 /// A client-streaming method, as generated code implements it: in place of
@@ -187,6 +188,71 @@ impl<C: FramingCodec> Grpc<C> {
     /// Handles a unary call.
     pub async fn unary<S, B>(
         &mut self,
+        service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: UnaryService<C::Decode, Response = C::Encode>,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let (req, call) = observe::server_call(req);
+        let response = self.unary_call(service, req).await;
+        observe::server_response(response, call, Body::new)
+    }
+
+    /// Handles a server-streaming call.
+    pub async fn server_streaming<S, B>(
+        &mut self,
+        service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: ServerStreamingService<C::Decode, Response = C::Encode>,
+        S::ResponseStream: Send + 'static,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let (req, call) = observe::server_call(req);
+        let response = self.server_streaming_call(service, req).await;
+        observe::server_response(response, call, Body::new)
+    }
+
+    /// Handles a client-streaming call.
+    pub async fn client_streaming<S, B>(
+        &mut self,
+        service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: ClientStreamingService<C::Decode, Response = C::Encode>,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send + 'static,
+    {
+        let (req, call) = observe::server_call(req);
+        let response = self.client_streaming_call(service, req).await;
+        observe::server_response(response, call, Body::new)
+    }
+
+    /// Handles a bidi-streaming call.
+    pub async fn streaming<S, B>(
+        &mut self,
+        service: S,
+        req: http::Request<B>,
+    ) -> http::Response<Body>
+    where
+        S: StreamingService<C::Decode, Response = C::Encode> + Send,
+        S::ResponseStream: Send + 'static,
+        B: HttpBody + Send + 'static,
+        B::Error: Into<StdError> + Send,
+    {
+        let (req, call) = observe::server_call(req);
+        let response = self.streaming_call(service, req).await;
+        observe::server_response(response, call, Body::new)
+    }
+
+    async fn unary_call<S, B>(
+        &mut self,
         mut service: S,
         req: http::Request<B>,
     ) -> http::Response<Body>
@@ -205,8 +271,7 @@ impl<C: FramingCodec> Grpc<C> {
         self.respond(response.map(|r| r.map(single)), send)
     }
 
-    /// Handles a server-streaming call.
-    pub async fn server_streaming<S, B>(
+    async fn server_streaming_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
@@ -231,8 +296,7 @@ impl<C: FramingCodec> Grpc<C> {
         }
     }
 
-    /// Handles a client-streaming call.
-    pub async fn client_streaming<S, B>(
+    async fn client_streaming_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
@@ -252,8 +316,7 @@ impl<C: FramingCodec> Grpc<C> {
         self.respond(response.map(|r| r.map(single)), send)
     }
 
-    /// Handles a bidi-streaming call.
-    pub async fn streaming<S, B>(
+    async fn streaming_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,

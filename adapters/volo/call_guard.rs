@@ -22,6 +22,7 @@ use volo_grpc::body::BoxBody;
 use super::scoped;
 use crate::budget::Budget;
 use crate::call::{BoxError, Pump, Pumped, ServerDeadline, Timer, deadline_timer, read_ahead};
+use crate::observe::{self, ServerCall};
 
 thread_local! {
     /// The request pump of the call a [`Guarded`] polls.
@@ -41,6 +42,7 @@ pub(super) fn arm_request_pump(budget: Option<Budget>) -> Option<Pump> {
 pub(super) struct Guard {
     timer: Option<Timer>,
     pump: Pump,
+    call: ServerCall,
 }
 
 /// Splits `req`'s body for reading ahead and starts the deadline's timer.
@@ -49,12 +51,13 @@ where
     B: Body<Data = Bytes> + Send + 'static,
     B::Error: Into<BoxError>,
 {
+    let (req, call) = observe::server_call(req);
     let timer = deadline_timer(req.headers());
     let (parts, body) = req.into_parts();
     // Armed, with the stream's budget, by the stream (`arm_request_pump`).
     let (body, pump) = read_ahead(body);
     let body = volo_grpc::body::boxed(body.map_err(volo_status));
-    (http::Request::from_parts(parts, body), Guard { timer, pump })
+    (http::Request::from_parts(parts, body), Guard { timer, pump, call })
 }
 
 /// A body error as volo-grpc carries it: this crate's status (a deadline)
@@ -73,6 +76,7 @@ pin_project! {
         #[pin]
         inner: Pumped<F>,
         timer: Option<Timer>,
+        call: ServerCall,
     }
 }
 
@@ -81,6 +85,7 @@ impl<F> Guarded<F> {
         Guarded {
             inner: Pumped::new(inner, Some(guard.pump)),
             timer: guard.timer,
+            call: guard.call,
         }
     }
 }
@@ -100,8 +105,13 @@ where
         };
         let response = std::task::ready!(polled)?;
         let timer = this.timer.take();
-        Poll::Ready(Ok(response.map(|body| {
-            volo_grpc::body::boxed(ServerDeadline::new(body, timer, pump))
-        })))
+        let response =
+            response.map(|body| volo_grpc::body::boxed(ServerDeadline::new(body, timer, pump)));
+        let call = std::mem::take(this.call);
+        Poll::Ready(Ok(observe::server_response(
+            response,
+            call,
+            volo_grpc::body::boxed,
+        )))
     }
 }

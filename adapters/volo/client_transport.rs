@@ -36,6 +36,7 @@ use crate::call::{AtDeadline, ClientCall, ClientDeadline, request_headers};
 use super::client_connect::Connector;
 use super::metadata;
 use super::service::wrap_service;
+use crate::observe;
 use crate::status::{Code, Status};
 use crate::PolledFrame;
 
@@ -147,7 +148,7 @@ pub struct Transport<U> {
 }
 
 /// The request body, failed at the call's deadline when it has one.
-type RequestBody = ClientDeadline<EndAwareBody>;
+type RequestBody = ClientDeadline<observe::Counted<EndAwareBody>>;
 
 pin_project! {
     /// volo-grpc's request body (`StreamBody` of the message stream) that
@@ -256,27 +257,37 @@ where
         );
 
         let (parts, body) = request.into_parts();
+        let (body, attempt) = observe::client_call(&parts, body);
         let (body, mut call) = ClientCall::start(&parts.headers, body);
         let request = http::Request::from_parts(parts, body);
         cx.stats.record_make_transport_start_at();
         // Every error here is the transport's: this transport has no timer.
         let response = match call.response(self.http.request(request), |_| true).await {
             Ok(response) => response,
-            Err(AtDeadline::Exceeded(status)) => return Err(status.into()),
+            Err(AtDeadline::Exceeded(status)) => {
+                attempt.end(status.code());
+                return Err(status.into());
+            }
             Err(AtDeadline::Error(error)) => {
-                return Err(volo_grpc::Status::from_error(error.into()));
+                let status = volo_grpc::Status::from_error(error.into());
+                attempt.end(super::code_from_volo(status.code()));
+                return Err(status);
             }
         };
         cx.stats.record_make_transport_end_at();
 
         let (mut parts, body) = response.into_parts();
-        ClientCall::check_response_headers(&parts.headers)?;
+        if let Err(status) = ClientCall::check_response_headers(&parts.headers) {
+            attempt.end(status.code());
+            return Err(status.into());
+        }
+        let body = attempt.response(&parts.headers, call.response_body(body));
         let binary = metadata::take_binary(&mut parts.headers);
         // volo-grpc's `Status` is large: boxed while it crosses the scope.
         let message = with_response_headers(&parts.headers, || {
             U::from_body(
                 Some(path.as_str()),
-                boxed(call.response_body(body).map_err(volo_status)),
+                boxed(body.map_err(volo_status)),
                 Kind::Response(parts.status),
                 None,
             )

@@ -8,7 +8,9 @@
 //! reports about its heap and budget, on request and at exit ([`reports`]);
 //! a fault soak against a budgeted server ([`soak`]); a user's crate a test
 //! builds with cargo ([`fixture`]); one behaviour suite, its cases defined
-//! once and run against either adapter's server and client ([`behaviour`]).
+//! once and run against either adapter's server and client ([`behaviour`]);
+//! with the `metrics` feature, what an OpenTelemetry meter recorded
+//! ([`metrics`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -19,6 +21,8 @@ pub mod behaviour;
 pub mod burst;
 pub mod data;
 pub mod fixture;
+#[cfg(feature = "metrics")]
+pub mod metrics;
 pub mod process;
 pub mod raw_h2;
 pub mod reports;

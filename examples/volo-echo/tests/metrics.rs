@@ -1,0 +1,243 @@
+//! gRPC's OpenTelemetry metrics (gRFC A66) as the volo-grpc adapter records
+//! them on a server behind `BinaryMetadataLayer`: real calls over 127.0.0.1
+//! to the example server, then what the in-memory exporter holds. Sizes are
+//! checked against the bytes on the wire, which a raw HTTP/2 peer sends and
+//! reads itself.
+
+mod support;
+
+use std::io::Write;
+
+use bytes::Bytes;
+use flate2::Compression;
+use flate2::write::GzEncoder;
+use pilota::pb::{EncodeLengthContext, Message};
+use support::{Flavour, envelope, raw_call, server_stream_request, start};
+use test_support::metrics::{Instrument, Recorder};
+use volo_echo::EchoService;
+use volo_echo::adapter::{EchoRequest, EchoResponse};
+
+use grpc_stream_codec::observe::names;
+
+const UNARY: &str = "streamcodec.echo.v1.Echo/Unary";
+const SERVER_STREAM: &str = "streamcodec.echo.v1.Echo/ServerStream";
+const CLIENT_STREAM: &str = "streamcodec.echo.v1.Echo/ClientStream";
+
+fn recorder() -> &'static Recorder {
+    let recorder = Recorder::get();
+    grpc_stream_codec::observe::install(recorder.meter());
+    recorder
+}
+
+/// Each message's flag and payload length, read off the prefixes of a body.
+fn envelopes(mut body: &[u8]) -> Vec<(u8, usize)> {
+    let mut out = Vec::new();
+    while !body.is_empty() {
+        let len = u32::from_be_bytes(body[1..5].try_into().unwrap()) as usize;
+        out.push((body[0], len));
+        body = &body[5 + len..];
+    }
+    out
+}
+
+/// The duration histogram once it holds `calls` calls.
+async fn durations(recorder: &Recorder, calls: u64) -> Instrument {
+    recorder
+        .read_when(names::SERVER_CALL_DURATION, |i| i.count(&[]) >= calls)
+        .await
+}
+
+fn encoded_len(message: &impl Message) -> usize {
+    message.encoded_len(&mut EncodeLengthContext::default())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    // An EchoRequest with a 10,000-byte payload, encoded by hand.
+    let mut plain = vec![0x0a];
+    test_support::raw_h2::put_varint(&mut plain, 10_000);
+    plain.extend_from_slice(&[b'a'; 10_000]);
+    let mut gzip = GzEncoder::new(Vec::new(), Compression::default());
+    gzip.write_all(&plain).unwrap();
+    let compressed = gzip.finish().unwrap();
+    let response = raw_call(
+        server.addr,
+        "Unary",
+        &[("grpc-encoding", "gzip"), ("grpc-accept-encoding", "gzip")],
+        envelope(true, &compressed),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some(0), "{response:?}");
+    let sent = envelopes(&response.body());
+    assert!(
+        sent.iter().all(|&(flags, _)| flags == 1),
+        "compressed: {sent:?}"
+    );
+    let sent_bytes: usize = sent.iter().map(|&(_, len)| len).sum();
+    assert!(sent_bytes < 10_000, "the echo was compressed: {sent_bytes}");
+
+    let ok = [(names::METHOD, UNARY), (names::STATUS, "OK")];
+    let duration = durations(recorder, 1).await;
+    assert_eq!(duration.unit, "s");
+    assert_eq!(duration.count(&ok), 1, "{duration:?}");
+    let started = recorder.read(names::SERVER_CALL_STARTED);
+    assert_eq!(started.sum(&[(names::METHOD, UNARY)]), 1.0, "{started:?}");
+    let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.unit, "By");
+    assert_eq!(sent.sum(&ok), sent_bytes as f64, "{sent:?}");
+    let rcvd = recorder.read(names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(rcvd.sum(&ok), compressed.len() as f64, "{rcvd:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_request_is_recorded_with_its_status() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    let mut body = vec![0u8, 0xff, 0xff, 0xff, 0xff];
+    body.extend_from_slice(&[0u8; 64]);
+    let response = raw_call(server.addr, "Unary", &[], Bytes::from(body)).await;
+    assert_eq!(response.grpc_status(), Some(8), "{response:?}");
+
+    let refused = [
+        (names::METHOD, UNARY),
+        (names::STATUS, "RESOURCE_EXHAUSTED"),
+    ];
+    let duration = durations(recorder, 1).await;
+    assert_eq!(duration.count(&refused), 1, "{duration:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_is_recorded_as_deadline_exceeded() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    // A paced stream outlives its 100 ms deadline by far.
+    let response = raw_call(
+        server.addr,
+        "ServerStream",
+        &[("grpc-timeout", "100m"), (volo_echo::PACE_MICROS, "50000")],
+        envelope(false, &server_stream_request(1000, 10)),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some(4), "{response:?}");
+    let sent_bytes: usize = envelopes(&response.body())
+        .iter()
+        .map(|&(_, len)| len)
+        .sum();
+
+    let ended = [
+        (names::METHOD, SERVER_STREAM),
+        (names::STATUS, "DEADLINE_EXCEEDED"),
+    ];
+    let duration = durations(recorder, 1).await;
+    assert_eq!(duration.count(&ended), 1, "{duration:?}");
+    let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.sum(&ended), sent_bytes as f64, "{sent:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_stream_from_a_volo_client_is_recorded() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    let client = volo_echo::adapter::client(server.addr, None);
+    let requests: Vec<EchoRequest> = (0..5)
+        .map(|seq| EchoRequest {
+            payload: volo_echo::request_payload(seq, 100 * seq as usize),
+            ..Default::default()
+        })
+        .collect();
+    let request_bytes: usize = requests.iter().map(encoded_len).sum();
+    let reply: EchoResponse = client
+        .client_stream(futures::stream::iter(requests))
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.count, 5);
+
+    let ok = [(names::METHOD, CLIENT_STREAM), (names::STATUS, "OK")];
+    let duration = durations(recorder, 1).await;
+    assert_eq!(duration.count(&ok), 1, "{duration:?}");
+    let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.sum(&ok), encoded_len(&reply) as f64, "{sent:?}");
+    let rcvd = recorder.read(names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(rcvd.sum(&ok), request_bytes as f64, "{rcvd:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_attempt_counts_the_bytes_on_the_wire() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    // The server's answer, made here: an EchoResponse with a 5,000-byte
+    // payload, encoded by hand.
+    let mut response = vec![0x0a];
+    test_support::raw_h2::put_varint(&mut response, 5000);
+    response.extend_from_slice(&[b'b'; 5000]);
+    let (addr, _server) =
+        test_support::raw_h2::serve_raw(test_support::raw_h2::envelope(0, &response)).await;
+
+    let request = EchoRequest {
+        payload: volo_echo::request_payload(0, 300),
+        ..Default::default()
+    };
+    let request_bytes = encoded_len(&request);
+    let reply = volo_echo::adapter::client(addr, None)
+        .unary(request)
+        .await
+        .unwrap()
+        .into_inner();
+    assert_eq!(reply.payload.len(), 5000);
+
+    let target = format!("http://{addr}");
+    let ok = [
+        (names::METHOD, UNARY),
+        (names::TARGET, target.as_str()),
+        (names::STATUS, "OK"),
+    ];
+    let started = recorder.read(names::CLIENT_ATTEMPT_STARTED);
+    assert_eq!(
+        started.sum(&[(names::METHOD, UNARY), (names::TARGET, target.as_str())]),
+        1.0,
+        "{started:?}"
+    );
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.unit, "s");
+    assert_eq!(duration.count(&ok), 1, "{duration:?}");
+    let call = recorder.read(names::CLIENT_CALL_DURATION);
+    assert_eq!(call.count(&ok), 1, "{call:?}");
+    let sent = recorder.read(names::CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.unit, "By");
+    assert_eq!(sent.sum(&ok), request_bytes as f64, "{sent:?}");
+    let rcvd = recorder.read(names::CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(rcvd.sum(&ok), response.len() as f64, "{rcvd:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_client_attempt_takes_its_status_from_the_trailers() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let (addr, _server) = test_support::raw_h2::serve_raw_with(Vec::new(), Some("8")).await;
+
+    let status = volo_echo::adapter::client(addr, None)
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::ResourceExhausted);
+
+    let exhausted = [
+        (names::METHOD, UNARY),
+        (names::STATUS, "RESOURCE_EXHAUSTED"),
+    ];
+    let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
+    assert_eq!(duration.count(&exhausted), 1, "{duration:?}");
+    let call = recorder.read(names::CLIENT_CALL_DURATION);
+    assert_eq!(call.count(&exhausted), 1, "{call:?}");
+}

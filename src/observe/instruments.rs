@@ -1,0 +1,239 @@
+//! The instruments, made once from the application's `Meter`, and the one
+//! flag every call checks before it records anything.
+// The call instruments are made from any meter; only the adapters record
+// on them, so a build with neither reads none.
+#![cfg_attr(not(any(feature = "tonic", feature = "volo")), allow(dead_code))]
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, RwLock};
+
+use opentelemetry::Value;
+use opentelemetry::metrics::{Counter, Histogram, Meter};
+
+/// The instrument and attribute names, as gRFC A66 spells them.
+pub mod names {
+    /// Server calls started (counter, `{call}`; attribute `grpc.method`).
+    pub const SERVER_CALL_STARTED: &str = "grpc.server.call.started";
+    /// Server call duration, from the request headers to the status sent
+    /// (histogram, `s`; `grpc.method`, `grpc.status`).
+    pub const SERVER_CALL_DURATION: &str = "grpc.server.call.duration";
+    /// Bytes of response messages a server call sent, as on the wire
+    /// (compressed, without the 5-byte prefixes) (histogram, `By`;
+    /// `grpc.method`, `grpc.status`).
+    pub const SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
+        "grpc.server.call.sent_total_compressed_message_size";
+    /// Bytes of request messages a server call received, as on the wire
+    /// (histogram, `By`; `grpc.method`, `grpc.status`).
+    pub const SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
+        "grpc.server.call.rcvd_total_compressed_message_size";
+
+    /// Client call attempts started (counter, `{attempt}`; `grpc.method`,
+    /// `grpc.target`). This crate makes one attempt per call.
+    pub const CLIENT_ATTEMPT_STARTED: &str = "grpc.client.attempt.started";
+    /// Client attempt duration, from sending the request headers to the
+    /// status (histogram, `s`; `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_ATTEMPT_DURATION: &str = "grpc.client.attempt.duration";
+    /// Bytes of request messages a client attempt sent, as on the wire
+    /// (histogram, `By`; `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
+        "grpc.client.attempt.sent_total_compressed_message_size";
+    /// Bytes of response messages a client attempt received, as on the
+    /// wire (histogram, `By`; `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE: &str =
+        "grpc.client.attempt.rcvd_total_compressed_message_size";
+    /// Client call duration as the application sees it (histogram, `s`;
+    /// `grpc.method`, `grpc.target`, `grpc.status`).
+    pub const CLIENT_CALL_DURATION: &str = "grpc.client.call.duration";
+
+    /// The full method name without the leading slash, e.g.
+    /// `streamcodec.echo.v1.Echo/Unary`.
+    pub const METHOD: &str = "grpc.method";
+    /// The status code's name, e.g. `OK`, `RESOURCE_EXHAUSTED`.
+    pub const STATUS: &str = "grpc.status";
+    /// The server a client calls: the request URI's `scheme://authority`
+    /// (volo-grpc's clients: `http://IP:PORT`), or [`OTHER_METHOD`] when
+    /// the transport adds it (a tonic `Channel`).
+    pub const TARGET: &str = "grpc.target";
+    /// What [`METHOD`] (and [`TARGET`]) says once the set of method names seen is full.
+    pub const OTHER_METHOD: &str = "other";
+}
+
+/// A66's boundaries for latencies, in seconds.
+const LATENCY_BOUNDARIES: [f64; 41] = [
+    0.0, 0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003, 0.004, 0.005,
+    0.006, 0.008, 0.01, 0.013, 0.016, 0.02, 0.025, 0.03, 0.04, 0.05, 0.065, 0.08, 0.1, 0.13, 0.16,
+    0.2, 0.25, 0.3, 0.4, 0.5, 0.65, 0.8, 1.0, 2.0, 5.0, 10.0, 20.0, 50.0, 100.0,
+];
+
+/// A66's boundaries for sizes, in bytes (0 to 4 GiB, by powers of 4 past
+/// 4 KiB).
+const SIZE_BOUNDARIES: [f64; 14] = [
+    0.0,
+    1024.0,
+    2048.0,
+    4096.0,
+    16384.0,
+    65536.0,
+    262144.0,
+    1048576.0,
+    4194304.0,
+    16777216.0,
+    67108864.0,
+    268435456.0,
+    1073741824.0,
+    4294967296.0,
+];
+
+/// Most distinct method names given their own attribute value: a server
+/// sees whatever paths peers send (volo-grpc's router answers unknown ones
+/// after this crate has seen them), and each name is a series in every
+/// instrument; past this, names not yet seen are [`names::OTHER_METHOD`].
+const MAX_METHODS: usize = 1000;
+
+/// Every instrument the crate records on.
+pub(crate) struct Instruments {
+    pub(crate) server_started: Counter<u64>,
+    pub(crate) server_duration: Histogram<f64>,
+    pub(crate) server_sent: Histogram<u64>,
+    pub(crate) server_rcvd: Histogram<u64>,
+    pub(crate) client_started: Counter<u64>,
+    pub(crate) client_duration: Histogram<f64>,
+    pub(crate) client_sent: Histogram<u64>,
+    pub(crate) client_rcvd: Histogram<u64>,
+    pub(crate) client_call_duration: Histogram<f64>,
+    methods: Mutex<HashMap<Box<str>, Value>>,
+}
+
+impl Instruments {
+    fn new(meter: &Meter) -> Self {
+        let seconds = |name: &'static str, description: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(description)
+                .with_boundaries(LATENCY_BOUNDARIES.to_vec())
+                .build()
+        };
+        let bytes = |name: &'static str, description: &'static str| {
+            meter
+                .u64_histogram(name)
+                .with_unit("By")
+                .with_description(description)
+                .with_boundaries(SIZE_BOUNDARIES.to_vec())
+                .build()
+        };
+        Instruments {
+            server_started: meter
+                .u64_counter(names::SERVER_CALL_STARTED)
+                .with_unit("{call}")
+                .with_description("Number of server calls started")
+                .build(),
+            server_duration: seconds(
+                names::SERVER_CALL_DURATION,
+                "Time from a server call's request headers to its status",
+            ),
+            server_sent: bytes(
+                names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE,
+                "Compressed bytes of the response messages of one server call",
+            ),
+            server_rcvd: bytes(
+                names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE,
+                "Compressed bytes of the request messages of one server call",
+            ),
+            client_started: meter
+                .u64_counter(names::CLIENT_ATTEMPT_STARTED)
+                .with_unit("{attempt}")
+                .with_description("Number of client call attempts started")
+                .build(),
+            client_duration: seconds(
+                names::CLIENT_ATTEMPT_DURATION,
+                "Time from a client attempt's request headers to its status",
+            ),
+            client_sent: bytes(
+                names::CLIENT_ATTEMPT_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE,
+                "Compressed bytes of the request messages of one client attempt",
+            ),
+            client_rcvd: bytes(
+                names::CLIENT_ATTEMPT_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE,
+                "Compressed bytes of the response messages of one client attempt",
+            ),
+            client_call_duration: seconds(
+                names::CLIENT_CALL_DURATION,
+                "Time from a client call's start to its status",
+            ),
+            methods: Mutex::new(HashMap::new()),
+        }
+    }
+
+    /// The `grpc.method` value of a request path (`/package.Service/Method`):
+    /// one shared string per method, so recording allocates nothing once a
+    /// method has been seen.
+    pub(crate) fn method(&self, path: &str) -> Value {
+        self.interned(path.strip_prefix('/').unwrap_or(path))
+    }
+
+    /// The `grpc.target` value of a client's request URI.
+    pub(crate) fn target(&self, uri: &http::Uri) -> Value {
+        match (uri.scheme_str(), uri.authority()) {
+            (Some(scheme), Some(authority)) => {
+                self.interned(&format!("{scheme}://{}", authority.as_str()))
+            }
+            _ => Value::from(names::OTHER_METHOD),
+        }
+    }
+
+    fn interned(&self, name: &str) -> Value {
+        let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(value) = methods.get(name) {
+            return value.clone();
+        }
+        if methods.len() >= MAX_METHODS {
+            return Value::from(names::OTHER_METHOD);
+        }
+        let value = Value::from(Arc::<str>::from(name));
+        methods.insert(name.into(), value.clone());
+        value
+    }
+}
+
+/// Set once instruments are installed: the one thing an unobserved call
+/// reads.
+static ON: AtomicBool = AtomicBool::new(false);
+
+static INSTRUMENTS: RwLock<Option<Arc<Instruments>>> = RwLock::new(None);
+
+/// Records this crate's metrics on `meter` from now on: every call that
+/// starts after this returns (calls already under way stay unrecorded). A
+/// later call replaces the instruments with ones made from its meter.
+///
+/// ```
+/// use opentelemetry::metrics::MeterProvider as _;
+/// # let provider = opentelemetry::metrics::noop::NoopMeterProvider::new();
+/// // provider: the application's SdkMeterProvider, with its exporter
+/// grpc_stream_codec::observe::install(&provider.meter("grpc-stream-codec"));
+/// assert!(grpc_stream_codec::observe::installed());
+/// ```
+pub fn install(meter: &Meter) {
+    let instruments = Arc::new(Instruments::new(meter));
+    *INSTRUMENTS.write().unwrap_or_else(|e| e.into_inner()) = Some(instruments);
+    ON.store(true, Ordering::Release);
+}
+
+/// Whether [`install`] has been called in this process.
+pub fn installed() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// The installed instruments; `None` (one relaxed load) when none are.
+#[inline]
+#[cfg(any(feature = "tonic", feature = "volo"))]
+pub(crate) fn instruments() -> Option<Arc<Instruments>> {
+    if !ON.load(Ordering::Relaxed) {
+        return None;
+    }
+    INSTRUMENTS
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .clone()
+}

@@ -1,0 +1,98 @@
+//! What the crate records about its calls: gRPC's OpenTelemetry metrics
+//! (gRFC A66) on an [`opentelemetry`] `Meter` the application hands in with
+//! [`install`], behind the `opentelemetry` feature.
+//!
+//! Nothing is recorded until [`install`] is called: until then each call
+//! checks one flag and takes no clock reading, allocates nothing and builds
+//! no attribute. Without the feature the hooks are empty and compile away.
+//!
+//! Server calls are recorded by tonic's full framing (`tonic::server::Grpc`
+//! as the build hook names it) and by volo-grpc servers behind
+//! `BinaryMetadataLayer`; the repository's `docs/observability.md` lists the
+//! instruments, their attributes and which adapter records which.
+
+#[cfg(feature = "opentelemetry")]
+mod budget;
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+mod client;
+#[cfg(feature = "opentelemetry")]
+mod instruments;
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+mod server;
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+mod wire;
+
+#[cfg(feature = "opentelemetry")]
+pub use budget::{budget_names, observe_budget};
+#[cfg(feature = "opentelemetry")]
+pub use instruments::{install, installed, names};
+
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+pub(crate) use client::client_call;
+#[cfg(all(feature = "opentelemetry", feature = "volo"))]
+pub(crate) use server::ServerCall;
+/// A body whose message bytes are counted as they pass.
+#[cfg(all(feature = "opentelemetry", feature = "volo"))]
+pub(crate) type Counted<B> = wire::Counted<B>;
+/// Without the feature nothing is counted: the body itself.
+#[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
+pub(crate) type Counted<B> = B;
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+pub(crate) use server::{server_call, server_response};
+
+// Without the feature: the same hooks, doing nothing, so the adapters call
+// them unconditionally and the compiler removes them.
+#[cfg(all(
+    not(feature = "opentelemetry"),
+    any(feature = "tonic", feature = "volo")
+))]
+mod off {
+    /// Nothing to carry.
+    #[derive(Default)]
+    pub(crate) struct ServerCall;
+
+    /// The request as it came.
+    #[inline(always)]
+    pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<B>, ServerCall) {
+        (req, ServerCall)
+    }
+
+    /// Nothing to carry.
+    pub(crate) struct ClientAttempt;
+
+    impl ClientAttempt {
+        /// Nothing to record.
+        #[inline(always)]
+        pub(crate) fn end(self, _code: crate::status::Code) {}
+
+        /// The body as it came.
+        #[inline(always)]
+        pub(crate) fn response<B>(self, _headers: &http::HeaderMap, body: B) -> B {
+            body
+        }
+    }
+
+    /// The body as it came.
+    #[inline(always)]
+    pub(crate) fn client_call<B>(_parts: &http::request::Parts, body: B) -> (B, ClientAttempt) {
+        (body, ClientAttempt)
+    }
+
+    /// The response as it came.
+    #[inline(always)]
+    pub(crate) fn server_response<B>(
+        response: http::Response<B>,
+        _call: ServerCall,
+        _wrap: impl FnOnce(B) -> B,
+    ) -> http::Response<B> {
+        response
+    }
+}
+
+#[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
+pub(crate) use off::ServerCall;
+#[cfg(all(
+    not(feature = "opentelemetry"),
+    any(feature = "tonic", feature = "volo")
+))]
+pub(crate) use off::{client_call, server_call, server_response};
