@@ -55,4 +55,8 @@ run -p volo-echo \
 run -p tonic-echo \
     --test full_framing_bad_input --test hostile_metadata --test binaries
 
+# Both adapters: the behaviour suite's hostile cases, one definition for
+# both servers and clients.
+run -p interop-tests --test behaviour
+
 echo "abort_bad_input: no framework panic"
