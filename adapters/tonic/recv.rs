@@ -15,6 +15,7 @@ use tonic::metadata::MetadataMap;
 
 use super::decode::ProstMessageDecoder;
 use crate::budget::Budget;
+use crate::call::Pump;
 use crate::compression::CompressionEncoding;
 use crate::decode;
 use crate::envelope::Limits;
@@ -52,6 +53,9 @@ pub struct Streaming<T> {
     // `&tonic::Request<Streaming<T>>` across an `.await`; the decoder's boxed
     // body is `Send` only, and is reached through `&mut self` alone.
     inner: SyncWrapper<decode::Streaming<ProstMessageDecoder<T>>>,
+    /// The read-ahead of a server's request, counted against the same
+    /// budget as the decoder.
+    request_pump: Option<Pump>,
 }
 
 impl<T: Message + Default> Streaming<T> {
@@ -69,6 +73,7 @@ impl<T: Message + Default> Streaming<T> {
         let inner = decode::Streaming::new_request(body, ProstMessageDecoder::new(), encoding);
         Streaming {
             inner: SyncWrapper::new(inner.with_limits(limits)),
+            request_pump: None,
         }
     }
 
@@ -87,6 +92,7 @@ impl<T: Message + Default> Streaming<T> {
             decode::Streaming::new_response(status, headers, body, ProstMessageDecoder::new());
         Streaming {
             inner: SyncWrapper::new(inner.with_limits(limits)),
+            request_pump: None,
         }
     }
 
@@ -95,10 +101,21 @@ impl<T: Message + Default> Streaming<T> {
     /// [`ReceiveBudgetLayer`](super::ReceiveBudgetLayer) attached. Call it
     /// before reading: it applies to messages not yet started.
     pub fn with_budget(self, budget: impl Into<Budget>) -> Self {
+        let budget = budget.into();
+        if let Some(pump) = &self.request_pump {
+            pump.arm(Some(budget.clone()));
+        }
         let inner = self.inner.into_inner().with_budget(budget);
         Streaming {
             inner: SyncWrapper::new(inner),
+            request_pump: self.request_pump,
         }
+    }
+
+    /// Ties the request's read-ahead to this stream, so a budget set on the
+    /// stream counts what is read ahead too.
+    pub(crate) fn set_request_pump(&mut self, pump: Pump) {
+        self.request_pump = Some(pump);
     }
 
     /// Counts against `budget` when there is one.

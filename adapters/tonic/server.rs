@@ -401,7 +401,8 @@ impl<C: FramingCodec> Grpc<C> {
         let (parts, body) = req.into_parts();
         let (body, pump) = read_ahead(bytes_body(body));
         pump.arm(budget);
-        let request = self.streaming_request(http::Request::from_parts(parts, body))?;
+        let mut request = self.streaming_request(http::Request::from_parts(parts, body))?;
+        request.get_mut().set_request_pump(pump.clone());
         Ok((request, pump))
     }
 

@@ -347,3 +347,109 @@ async fn a_budget_layer_on_stock_framing_is_not_silent() {
         server.abort();
     }
 }
+
+/// A ClientStream handler that gives its request stream a budget of its
+/// own (`Streaming::with_budget`) and waits for `go` before reading.
+struct OwnBudget {
+    budget: SharedBudget,
+    go: std::sync::Arc<tokio::sync::Notify>,
+}
+
+#[tonic::async_trait]
+impl tonic_echo::full::echo_server::Echo for OwnBudget {
+    async fn unary(
+        &self,
+        _: tonic::Request<EchoRequest>,
+    ) -> Result<tonic::Response<EchoResponse>, tonic::Status> {
+        Err(tonic::Status::unimplemented("ClientStream only"))
+    }
+
+    type ServerStreamStream = tonic_echo::ResponseStream;
+
+    async fn server_stream(
+        &self,
+        _: tonic::Request<EchoRequest>,
+    ) -> Result<tonic::Response<Self::ServerStreamStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("ClientStream only"))
+    }
+
+    async fn client_stream(
+        &self,
+        request: tonic::Request<grpc_stream_codec::tonic::Streaming<EchoRequest>>,
+    ) -> Result<tonic::Response<EchoResponse>, tonic::Status> {
+        let mut requests = request.into_inner().with_budget(self.budget.clone());
+        self.go.notified().await;
+        let mut count = 0;
+        while let Some(request) = requests.next().await {
+            request?;
+            count += 1;
+        }
+        Ok(tonic::Response::new(EchoResponse {
+            count,
+            ..EchoResponse::default()
+        }))
+    }
+
+    type BidiStream = tonic_echo::ResponseStream;
+
+    async fn bidi(
+        &self,
+        _: tonic::Request<grpc_stream_codec::tonic::Streaming<EchoRequest>>,
+    ) -> Result<tonic::Response<Self::BidiStream>, tonic::Status> {
+        Err(tonic::Status::unimplemented("ClientStream only"))
+    }
+}
+
+/// A budget a handler sets on its request stream counts what is read
+/// ahead of it too: small frames taken out of h2 while the handler has not
+/// read are in the budget's figures, and leave them once read.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_budget_counts_what_is_read_ahead() {
+    let budget = SharedBudget::new(16 << 20);
+    let go = std::sync::Arc::new(tokio::sync::Notify::new());
+    let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let service = tonic_echo::full::echo_server::EchoServer::new(OwnBudget {
+        budget: budget.clone(),
+        go: go.clone(),
+    });
+    let server = tokio::spawn(
+        tonic::transport::Server::builder()
+            .add_service(service)
+            .serve_with_incoming(tokio_stream::wrappers::TcpListenerStream::new(listener)),
+    );
+
+    // 200 small messages, each in a DATA frame of its own.
+    let mut client = test_support::raw_h2::connect(addr)
+        .await
+        .ready()
+        .await
+        .unwrap();
+    let request = test_support::raw_h2::grpc_request("/streamcodec.echo.v1.Echo/ClientStream", &[]);
+    let (response, mut send) = client.send_request(request, false).unwrap();
+    let message = test_support::raw_h2::envelope(0, &[0x0a, 3, 1, 2, 3]);
+    for _ in 0..200 {
+        send.send_data(Bytes::from(message.clone()), false).unwrap();
+    }
+    let held = settle(Duration::from_millis(200), Duration::from_secs(10), || {
+        budget.stats().in_use
+    })
+    .await;
+    assert!(
+        held >= 200 * message.len(),
+        "what is read ahead counts against the stream's budget: {:?}",
+        budget.stats()
+    );
+
+    go.notify_one();
+    send.send_data(Bytes::new(), true).unwrap();
+    let reply = test_support::raw_h2::read_response(response.await.unwrap()).await;
+    assert_eq!(reply.grpc_status(), Some(0), "{}", reply.grpc_message());
+    let after = settle(Duration::from_millis(100), Duration::from_secs(10), || {
+        budget.stats().in_use
+    })
+    .await;
+    assert_eq!(after, 0, "{:?}", budget.stats());
+    server.abort();
+}
