@@ -35,7 +35,7 @@ use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
     MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline,
-    deadline_timer, read_ahead, request_head_error,
+    deadline_timer, read_ahead, refused, request_head_error,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
@@ -374,10 +374,14 @@ impl<C: FramingCodec> Grpc<C> {
     {
         // tonic hands binary metadata to handlers as sent and ignores a
         // malformed deadline; both are refused here, as on volo.
+        let path = req.uri().path();
         if let Some(status) = request_head_error(req.headers()) {
-            return Err(status.into());
+            return Err(refused(path, status).into());
         }
-        let encoding = self.accept.received_encoding(req.headers())?;
+        let encoding = self
+            .accept
+            .received_encoding(req.headers())
+            .map_err(|status| refused(path, status))?;
         let (parts, body) = req.into_parts();
         let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)
             .with_optional_budget(tagged_budget(&parts.extensions));

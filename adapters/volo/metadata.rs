@@ -20,7 +20,7 @@ use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
 use crate::binary_metadata::decode_binary_header;
-use crate::call::request_head_error;
+use crate::call::{self, request_head_error};
 use crate::compression::EncodingSet;
 use crate::status::Status;
 
@@ -114,6 +114,7 @@ where
                 .err()
         });
         if let Some(status) = refused {
+            let status = call::refused(req.uri().path(), status);
             return BinaryMetadataFuture::Refused {
                 response: Some(refusal(status)),
             };

@@ -444,14 +444,17 @@ impl Inner {
     }
 
     fn exhausted(&self, bytes: usize, in_use: usize) -> Status {
-        Status::new(
+        let status = Status::new(
             Code::ResourceExhausted,
             format!(
                 "receive budget exhausted: waited {:?} for {bytes} bytes \
                  (budget of {} bytes, {in_use} in use)",
                 self.max_wait, self.capacity
             ),
-        )
+        );
+        #[cfg(any(feature = "tonic", feature = "volo"))]
+        crate::observe::budget_timed_out(&status);
+        status
     }
 }
 

@@ -24,7 +24,7 @@ pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
-pub(crate) use server::request_head_error;
+pub(crate) use server::{refused, request_head_error};
 
 /// What a server answers (`INTERNAL`) to a unary or server-streaming request
 /// without a message: volo-grpc's and stock tonic's words.

@@ -21,6 +21,13 @@ pub fn request_head_error(headers: &HeaderMap) -> Option<Status> {
     first_malformed_binary(headers).map(|name| Status::internal(malformed_binary_message(name)))
 }
 
+/// `status`, for a request to `path` that the call layer refused before
+/// serving it: the one place such a refusal is logged.
+pub fn refused(path: &str, status: Status) -> Status {
+    crate::observe::request_refused(path, &status);
+    status
+}
+
 #[cfg(test)]
 mod tests {
     use http::HeaderValue;

@@ -15,6 +15,8 @@
 mod budget;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 mod client;
+#[cfg(any(feature = "tonic", feature = "volo"))]
+mod events;
 #[cfg(feature = "opentelemetry")]
 mod instruments;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
@@ -24,6 +26,8 @@ mod wire;
 
 #[cfg(feature = "opentelemetry")]
 pub use budget::{budget_names, observe_budget};
+#[cfg(any(feature = "tonic", feature = "volo"))]
+pub(crate) use events::{budget_timed_out, request_refused};
 #[cfg(feature = "opentelemetry")]
 pub use instruments::{install, installed, names};
 

@@ -1,0 +1,212 @@
+//! `tracing` events for what the crate refuses and waits for, each written
+//! where the thing happens. Field names follow OpenTelemetry's RPC
+//! conventions (`rpc.system`, `rpc.service`, `rpc.method`,
+//! `rpc.grpc.status_code`). Events a peer can cause in bulk at `warn` are
+//! rate-limited, so a hostile peer cannot flood the log.
+//!
+//! With no subscriber interested, an event costs `tracing`'s level check:
+//! no clock read, no string building.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::status::Status;
+
+/// A request the call layer refused before serving it, at `debug`: the
+/// method it named and the status sent to the peer.
+pub(crate) fn request_refused(path: &str, status: &Status) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let (service, method) = service_and_method(path);
+        tracing::debug!(
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+            rpc.grpc.status_code = status.code() as i32,
+            status_message = status.message(),
+            "grpc-stream-codec refused a request"
+        );
+    }
+}
+
+/// A stream's wait for the receive budget ended by its time-out, at `warn`,
+/// at most once a second for the process (with how many were not logged).
+pub(crate) fn budget_timed_out(status: &Status) {
+    if tracing::enabled!(tracing::Level::WARN) {
+        budget_timed_out_at(&BUDGET_TIMEOUTS, now_secs(), status);
+    }
+}
+
+fn budget_timed_out_at(limit: &RateLimit, second: u64, status: &Status) {
+    if let Some(suppressed) = limit.admit(second) {
+        tracing::warn!(
+            rpc.system = "grpc",
+            rpc.grpc.status_code = status.code() as i32,
+            status_message = status.message(),
+            suppressed,
+            "grpc-stream-codec: a stream's wait for the receive budget timed out"
+        );
+    }
+}
+
+static BUDGET_TIMEOUTS: RateLimit = RateLimit::new();
+
+fn now_secs() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| since.as_secs())
+}
+
+/// One event a second: `admit` says whether this one is logged and, if so,
+/// how many were dropped since the last.
+struct RateLimit {
+    /// The second of the last logged event, plus one (0: none yet).
+    last: AtomicU64,
+    dropped: AtomicU64,
+}
+
+impl RateLimit {
+    const fn new() -> Self {
+        RateLimit {
+            last: AtomicU64::new(0),
+            dropped: AtomicU64::new(0),
+        }
+    }
+
+    fn admit(&self, second: u64) -> Option<u64> {
+        let stamp = second + 1;
+        let last = self.last.load(Ordering::Relaxed);
+        if last >= stamp
+            || self
+                .last
+                .compare_exchange(last, stamp, Ordering::Relaxed, Ordering::Relaxed)
+                .is_err()
+        {
+            self.dropped.fetch_add(1, Ordering::Relaxed);
+            return None;
+        }
+        Some(self.dropped.swap(0, Ordering::Relaxed))
+    }
+}
+
+/// `/package.Service/Method` as OpenTelemetry's `rpc.service` and
+/// `rpc.method`; anything else whole as the method.
+fn service_and_method(path: &str) -> (&str, &str) {
+    path.strip_prefix('/')
+        .and_then(|rest| rest.split_once('/'))
+        .unwrap_or(("", path))
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::{Arc, Mutex};
+
+    use tracing::field::{Field, Visit};
+    use tracing::span::{Attributes, Id, Record};
+    use tracing::{Event, Metadata, Subscriber};
+
+    use super::*;
+    use crate::status::Code;
+
+    /// An event's level and fields, as text.
+    type Seen = (tracing::Level, Vec<(String, String)>);
+
+    /// Every event.
+    #[derive(Clone, Default)]
+    struct Captured(Arc<Mutex<Vec<Seen>>>);
+
+    struct Fields(Vec<(String, String)>);
+
+    impl Visit for Fields {
+        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+            self.0.push((field.name().to_owned(), format!("{value:?}")));
+        }
+        fn record_str(&mut self, field: &Field, value: &str) {
+            self.0.push((field.name().to_owned(), value.to_owned()));
+        }
+    }
+
+    impl Subscriber for Captured {
+        fn enabled(&self, _: &Metadata<'_>) -> bool {
+            true
+        }
+        fn new_span(&self, _: &Attributes<'_>) -> Id {
+            Id::from_u64(1)
+        }
+        fn record(&self, _: &Id, _: &Record<'_>) {}
+        fn record_follows_from(&self, _: &Id, _: &Id) {}
+        fn event(&self, event: &Event<'_>) {
+            let mut fields = Fields(Vec::new());
+            event.record(&mut fields);
+            let level = *event.metadata().level();
+            self.0.lock().unwrap().push((level, fields.0));
+        }
+        fn enter(&self, _: &Id) {}
+        fn exit(&self, _: &Id) {}
+    }
+
+    fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
+        fields
+            .iter()
+            .find(|(field, _)| field == name)
+            .map(|(_, value)| value.as_str())
+    }
+
+    #[test]
+    fn a_refused_request_is_a_debug_event_with_rpc_fields() {
+        let captured = Captured::default();
+        let status = Status::internal("malformed grpc-timeout");
+        tracing::subscriber::with_default(captured.clone(), || {
+            request_refused("/streamcodec.echo.v1.Echo/Unary", &status);
+        });
+        let events = captured.0.lock().unwrap();
+        let [(level, fields)] = &events[..] else {
+            panic!("one event: {}", events.len());
+        };
+        assert_eq!(*level, tracing::Level::DEBUG);
+        assert_eq!(field(fields, "rpc.system"), Some("grpc"));
+        assert_eq!(
+            field(fields, "rpc.service"),
+            Some("streamcodec.echo.v1.Echo")
+        );
+        assert_eq!(field(fields, "rpc.method"), Some("Unary"));
+        assert_eq!(field(fields, "rpc.grpc.status_code"), Some("13"));
+        assert_eq!(
+            field(fields, "status_message"),
+            Some("malformed grpc-timeout")
+        );
+    }
+
+    #[test]
+    fn budget_time_outs_are_warnings_at_most_once_a_second() {
+        let captured = Captured::default();
+        let status = Status::new(Code::ResourceExhausted, "receive budget exhausted");
+        let limit = RateLimit::new();
+        tracing::subscriber::with_default(captured.clone(), || {
+            for _ in 0..3 {
+                budget_timed_out_at(&limit, 7, &status);
+            }
+            budget_timed_out_at(&limit, 8, &status);
+        });
+        let events = captured.0.lock().unwrap();
+        assert_eq!(events.len(), 2, "one a second");
+        for (level, fields) in events.iter() {
+            assert_eq!(*level, tracing::Level::WARN);
+            assert_eq!(field(fields, "rpc.grpc.status_code"), Some("8"));
+        }
+        assert_eq!(field(&events[1].1, "suppressed"), Some("2"));
+    }
+
+    #[test]
+    fn one_event_a_second_is_logged_and_the_rest_counted() {
+        let limit = RateLimit::new();
+        assert_eq!(limit.admit(100), Some(0));
+        assert_eq!(limit.admit(100), None);
+        assert_eq!(limit.admit(100), None);
+        assert_eq!(limit.admit(101), Some(2));
+        assert_eq!(
+            limit.admit(100),
+            None,
+            "a late clock reading is not a new second"
+        );
+    }
+}
