@@ -48,6 +48,33 @@ impl Held {
         self.release(self.counted);
     }
 
+    /// Whether the budget has room for this account to hold `held` bytes in
+    /// all, asking for more (a step at a time) if not; nothing is charged
+    /// when it has none, so the caller takes nothing more out of the
+    /// transport and flow control holds the peer.
+    #[cfg(any(feature = "tonic", feature = "volo"))]
+    pub(crate) fn make_room(&mut self, held: usize) -> bool {
+        held <= self.counted || self.acquire(held - self.counted)
+    }
+
+    /// Takes at least `bytes` (a step at least) from the budget if it can
+    /// grant them now.
+    #[cfg(any(feature = "tonic", feature = "volo"))]
+    fn acquire(&mut self, bytes: usize) -> bool {
+        let wanted = bytes.max(GRANT_STEP);
+        let policy = self.budget.policy();
+        let request = super::Request {
+            bytes: wanted,
+            starting: Some(wanted),
+        };
+        if !policy.try_acquire(&mut self.slot, request) {
+            return false;
+        }
+        policy.message_received(&mut self.slot);
+        self.counted += wanted;
+        true
+    }
+
     /// Whether holding `held` bytes in all is covered by the budget, asking
     /// for more (a step at a time) if not. Bytes already out of the
     /// transport are counted either way: when the budget cannot grant, the
@@ -55,23 +82,11 @@ impl Held {
     /// holds the peer.
     #[cfg(any(feature = "tonic", feature = "volo"))]
     pub(crate) fn cover(&mut self, held: usize) -> bool {
-        if held <= self.counted {
+        if self.make_room(held) {
             return true;
         }
-        let wanted = (held - self.counted).max(GRANT_STEP);
-        let policy = self.budget.policy();
-        let request = super::Request {
-            bytes: wanted,
-            starting: Some(wanted),
-        };
-        if policy.try_acquire(&mut self.slot, request) {
-            policy.message_received(&mut self.slot);
-            self.counted += wanted;
-            true
-        } else {
-            self.charge(held - self.counted);
-            false
-        }
+        self.charge(held - self.counted);
+        false
     }
 }
 
@@ -106,6 +121,17 @@ mod tests {
         assert_eq!(budget.stats().in_use, 7 * 1024 + GRANT_STEP);
         drop(held);
         assert_eq!(budget.stats().in_use, 0);
+    }
+
+    #[test]
+    fn no_room_charges_nothing() {
+        let budget = SharedBudget::new(16 * 1024);
+        let mut held = Held::new(budget.clone().into());
+        assert!(held.make_room(1), "a step fits");
+        assert_eq!(budget.stats().in_use, GRANT_STEP);
+        assert!(held.make_room(GRANT_STEP), "within what is counted");
+        assert!(!held.make_room(GRANT_STEP + 1), "the budget is full");
+        assert_eq!(budget.stats().in_use, GRANT_STEP, "nothing charged");
     }
 
     #[test]

@@ -303,6 +303,13 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
             let Some(body) = state.body.as_mut() else {
                 break;
             };
+            // A budget with no room for another frame: take nothing, so
+            // flow control holds the peer, as for the decoder itself.
+            if let Some(held) = state.budget.as_mut()
+                && !held.make_room(state.backlog.len + 1)
+            {
+                break;
+            }
             let frame = match self.poll_body(body) {
                 Poll::Pending => break,
                 Poll::Ready(frame) => frame,
