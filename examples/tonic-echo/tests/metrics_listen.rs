@@ -21,7 +21,10 @@ fn start(extra: &[&str]) -> (ListeningProcess, SocketAddr) {
         .stderr(Stdio::null());
     let mut server = ListeningProcess::start(command);
     let mut line = String::new();
-    server.stdout.read_line(&mut line).expect("the metrics line");
+    server
+        .stdout
+        .read_line(&mut line)
+        .expect("the metrics line");
     let metrics = line
         .trim()
         .strip_prefix(METRICS_LINE_PREFIX)
@@ -52,7 +55,12 @@ const UNARY: &str = r#"grpc_method="streamcodec.echo.v1.Echo/Unary""#;
 fn a_unary_call_shows_in_the_scrape_with_its_method() {
     let (server, metrics_addr) = start(&[]);
     let output = Command::new(env!("CARGO_BIN_EXE_tonic-echo-client"))
-        .args(["--addr", &format!("http://{}", server.addr), "--rpc", "unary"])
+        .args([
+            "--addr",
+            &format!("http://{}", server.addr),
+            "--rpc",
+            "unary",
+        ])
         .output()
         .expect("run the client");
     assert!(output.status.success(), "{output:?}");
@@ -111,7 +119,12 @@ fn a_budget_is_scraped_as_the_crate_s_gauges() {
         "{text}"
     );
     assert!(
-        sample(&text, "grpc_stream_codec_receive_budget_in_use_bytes", &[budget]).is_some(),
+        sample(
+            &text,
+            "grpc_stream_codec_receive_budget_in_use_bytes",
+            &[budget]
+        )
+        .is_some(),
         "{text}"
     );
 }

@@ -18,7 +18,10 @@ fn start(extra: &[&str]) -> (ListeningProcess, SocketAddr) {
         .stderr(Stdio::null());
     let mut server = ListeningProcess::start(command);
     let mut line = String::new();
-    server.stdout.read_line(&mut line).expect("the metrics line");
+    server
+        .stdout
+        .read_line(&mut line)
+        .expect("the metrics line");
     let metrics = line
         .trim()
         .strip_prefix(METRICS_LINE_PREFIX)
@@ -108,7 +111,12 @@ fn a_budget_is_scraped_as_the_crate_s_gauges() {
         "{text}"
     );
     assert!(
-        sample(&text, "grpc_stream_codec_receive_budget_in_use_bytes", &[budget]).is_some(),
+        sample(
+            &text,
+            "grpc_stream_codec_receive_budget_in_use_bytes",
+            &[budget]
+        )
+        .is_some(),
         "{text}"
     );
 }
@@ -199,7 +207,8 @@ fn scrape_a_budget_stall() {
         .count();
     // The budget is given back as each call's messages are dropped, just
     // after its answer: scrape until in-use reads 0.
-    let in_use = r#"grpc_stream_codec_receive_budget_in_use_bytes{grpc_stream_codec_budget="server""#;
+    let in_use =
+        r#"grpc_stream_codec_receive_budget_in_use_bytes{grpc_stream_codec_budget="server""#;
     let done = (0..400)
         .map(|_| {
             std::thread::sleep(Duration::from_millis(25));
@@ -230,11 +239,7 @@ fn scrape_a_budget_stall() {
     );
 
     /// Sends `data` as flow control grants room, counting it in `sent`.
-    async fn send_granted(
-        stream: &mut h2::SendStream<Bytes>,
-        mut data: Bytes,
-        sent: &AtomicUsize,
-    ) {
+    async fn send_granted(stream: &mut h2::SendStream<Bytes>, mut data: Bytes, sent: &AtomicUsize) {
         while !data.is_empty() {
             stream.reserve_capacity(data.len().min(16_384));
             let mut granted = stream.capacity();
