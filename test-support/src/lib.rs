@@ -10,7 +10,8 @@
 //! builds with cargo ([`fixture`]); one behaviour suite, its cases defined
 //! once and run against either adapter's server and client ([`behaviour`]);
 //! with the `metrics` feature, what an OpenTelemetry meter recorded
-//! ([`metrics`]).
+//! ([`metrics`]); with `metrics-listen`, the example servers' Prometheus
+//! endpoint and its scraper ([`metrics_listen`]).
 //!
 //! It knows nothing of grpc-stream-codec, tonic or volo-grpc, so every
 //! crate of the workspace can use it without a dependency cycle.
@@ -23,6 +24,8 @@ pub mod data;
 pub mod fixture;
 #[cfg(feature = "metrics")]
 pub mod metrics;
+#[cfg(feature = "metrics-listen")]
+pub mod metrics_listen;
 pub mod process;
 pub mod raw_h2;
 pub mod reports;

@@ -1,6 +1,7 @@
 //! `tonic-echo-server --listen 127.0.0.1:PORT [--stock] [--framing codec|full]
 //! [--grpc-web] [--batch-threshold BYTES] [--receive-budget BYTES]
-//! [--budget-windows BYTES] [--connection-window BYTES] [--report-memory]`
+//! [--budget-windows BYTES] [--connection-window BYTES] [--report-memory]
+//! [--metrics-listen ADDR]`
 //!
 //! Serves the Echo service with grpc-stream-codec's tonic codec, with its
 //! full framing under `--framing full`, or with tonic's stock codec under
@@ -22,6 +23,13 @@
 //! 16 MiB, sized so that a client may send a burst of small frames before
 //! the server reads any: docs/connections.md; `1048576` is hyper's
 //! default); a receive budget sizes its own windows.
+//! `--metrics-listen ADDR` (feature `metrics-listen`, on by default) records
+//! gRPC's A66 metrics (`grpc_stream_codec::observe::install`; the full
+//! framing records calls, the codec-only path cannot) and, with a receive
+//! budget, the budget's gauges (`observe_budget`, named `server`), through
+//! the OpenTelemetry SDK's Prometheus exporter, and serves them at
+//! `GET http://ADDR/metrics`; the line `metrics on ADDR` follows
+//! `listening on ADDR` (port 0 picks a free port).
 
 use std::io::Write;
 use std::net::SocketAddr;
@@ -38,7 +46,7 @@ static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: tonic-echo-server --listen 127.0.0.1:PORT [--stock] \
 [--framing codec|full] [--grpc-web] [--batch-threshold BYTES] [--receive-budget BYTES] [--budget-windows BYTES] \
-[--connection-window BYTES] [--report-memory]";
+[--connection-window BYTES] [--report-memory] [--metrics-listen ADDR]";
 
 struct Options {
     listen: SocketAddr,
@@ -50,6 +58,8 @@ struct Options {
     report_memory: bool,
     /// `--grpc-web`: tonic-web in front of the full framing.
     grpc_web: bool,
+    /// `--metrics-listen`: where `/metrics` is served.
+    metrics_listen: Option<SocketAddr>,
 }
 
 /// The value after `flag`, parsed; `what` names it in the error.
@@ -73,6 +83,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
     let mut budget_windows = None;
     let mut grpc_web = false;
     let mut framing = None;
+    let mut metrics_listen = None;
     let mut args = args;
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -99,6 +110,9 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
             "--connection-window" => {
                 serve.connection_window =
                     Some(parsed(&mut args, "--connection-window", "a byte count")?);
+            }
+            "--metrics-listen" => {
+                metrics_listen = Some(parsed(&mut args, "--metrics-listen", "an address")?);
             }
             "-h" | "--help" => return Err(USAGE.to_owned()),
             other => return Err(format!("unknown argument {other}")),
@@ -137,6 +151,7 @@ fn parse(args: impl Iterator<Item = String>) -> Result<Options, String> {
         budget_windows,
         report_memory,
         grpc_web,
+        metrics_listen,
     })
 }
 
@@ -161,6 +176,18 @@ async fn main() -> ExitCode {
     let budget = options
         .receive_budget
         .map(grpc_stream_codec::budget::SharedBudget::new);
+    // Held to the end of `main`: dropping the provider stops the exporter.
+    let _metrics = match options.metrics_listen {
+        Some(listen) => match serve_metrics(listen, budget.as_ref()).await {
+            Ok(endpoint) => Some(endpoint),
+            Err(error) => {
+                eprintln!("--metrics-listen {listen}: {error}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
+    let _ = std::io::stdout().flush();
     let budget_figures = budget.as_ref().map(budget_source);
     if options.report_memory {
         reports::answer_stdin(budget_figures.clone());
@@ -200,6 +227,39 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--metrics-listen`: the Prometheus endpoint, A66 recording on its meter,
+/// and the budget's gauges when there is a budget. Prints `metrics on ADDR`.
+#[cfg(feature = "metrics-listen")]
+async fn serve_metrics(
+    listen: SocketAddr,
+    budget: Option<&grpc_stream_codec::budget::SharedBudget>,
+) -> std::io::Result<test_support::metrics_listen::MetricsEndpoint> {
+    let endpoint = test_support::metrics_listen::start(listen).await?;
+    let meter = endpoint.meter("grpc-stream-codec");
+    grpc_stream_codec::observe::install(&meter);
+    if let Some(budget) = budget {
+        // The same budget the server serves with: a clone shares its counts.
+        grpc_stream_codec::observe::observe_budget(&meter, "server", &budget.clone().into());
+    }
+    println!(
+        "{}{}",
+        test_support::metrics_listen::METRICS_LINE_PREFIX,
+        endpoint.addr
+    );
+    Ok(endpoint)
+}
+
+/// Built without the `metrics-listen` feature: the flag is refused.
+#[cfg(not(feature = "metrics-listen"))]
+async fn serve_metrics(
+    _listen: SocketAddr,
+    _budget: Option<&grpc_stream_codec::budget::SharedBudget>,
+) -> std::io::Result<std::convert::Infallible> {
+    Err(std::io::Error::other(
+        "this build has no metrics: build tonic-echo with its `metrics-listen` feature (on by default)",
+    ))
 }
 
 /// What `--report-memory` and SIGTERM report of the budget.

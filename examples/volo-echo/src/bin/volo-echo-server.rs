@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! volo-echo-server --listen 127.0.0.1:PORT [--stock] [--batch-threshold BYTES] [--report-memory]
-//!                  [--receive-budget BYTES [--budget-wait-ms MS]]
+//!                  [--receive-budget BYTES [--budget-wait-ms MS]] [--metrics-listen ADDR]
 //! ```
 //!
 //! Without `--stock` the service runs through grpc-stream-codec's volo
@@ -28,6 +28,12 @@
 //! budget (default 16 MiB, sized so that a client may send a burst of small
 //! frames before the server reads any: docs/connections.md; `1048576` is
 //! volo-grpc's default).
+//! `--metrics-listen ADDR` (feature `metrics-listen`, on by default) records
+//! gRPC's A66 metrics (`grpc_stream_codec::observe::install`) and, with a
+//! receive budget, the budget's gauges (`observe_budget`, named `server`),
+//! through the OpenTelemetry SDK's Prometheus exporter, and serves them at
+//! `GET http://ADDR/metrics`; the line `metrics on ADDR` follows
+//! `listening on ADDR` (port 0 picks a free port).
 //!
 //! Request metadata `x-fail-after: K` makes ServerStream and Bidi fail with
 //! `aborted` after K responses, and `x-pace-micros: G` paces ServerStream's
@@ -48,7 +54,7 @@ static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
 const USAGE: &str = "usage: volo-echo-server --listen 127.0.0.1:PORT [--stock] \
 [--batch-threshold BYTES] [--report-memory] [--receive-budget BYTES [--budget-wait-ms MS]] \
-[--budget-windows BYTES] [--connection-window BYTES]";
+[--budget-windows BYTES] [--connection-window BYTES] [--metrics-listen ADDR]";
 
 #[tokio::main]
 async fn main() -> ExitCode {
@@ -61,6 +67,7 @@ async fn main() -> ExitCode {
     let mut batch_threshold: Option<usize> = None;
     // The HTTP/2 windows a budget of this size gets, without the budget.
     let mut budget_windows: Option<usize> = None;
+    let mut metrics_listen: Option<SocketAddr> = None;
     let mut args = std::env::args().skip(1);
     while let Some(arg) = args.next() {
         match arg.as_str() {
@@ -89,6 +96,10 @@ async fn main() -> ExitCode {
             "--connection-window" => match args.next().map(|value| value.parse()) {
                 Some(Ok(bytes)) => connection_window = bytes,
                 _ => return usage("--connection-window needs a number of bytes"),
+            },
+            "--metrics-listen" => match args.next().map(|value| value.parse()) {
+                Some(Ok(addr)) => metrics_listen = Some(addr),
+                _ => return usage("--metrics-listen needs an address such as 127.0.0.1:9464"),
             },
             "--help" | "-h" => {
                 println!("{USAGE}");
@@ -124,6 +135,17 @@ async fn main() -> ExitCode {
         }
     };
     println!("listening on {addr}");
+    // Held to the end of `main`: dropping the provider stops the exporter.
+    let _metrics = match metrics_listen {
+        Some(listen) => match serve_metrics(listen, budget.as_ref()).await {
+            Ok(endpoint) => Some(endpoint),
+            Err(err) => {
+                eprintln!("--metrics-listen {listen}: {err}");
+                return ExitCode::FAILURE;
+            }
+        },
+        None => None,
+    };
     let _ = std::io::stdout().flush();
     let budget_figures = budget.as_ref().map(budget_source);
     if report_memory {
@@ -167,6 +189,39 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
+}
+
+/// `--metrics-listen`: the Prometheus endpoint, A66 recording on its meter,
+/// and the budget's gauges when there is a budget. Prints `metrics on ADDR`.
+#[cfg(feature = "metrics-listen")]
+async fn serve_metrics(
+    listen: SocketAddr,
+    budget: Option<&grpc_stream_codec::budget::SharedBudget>,
+) -> std::io::Result<test_support::metrics_listen::MetricsEndpoint> {
+    let endpoint = test_support::metrics_listen::start(listen).await?;
+    let meter = endpoint.meter("grpc-stream-codec");
+    grpc_stream_codec::observe::install(&meter);
+    if let Some(budget) = budget {
+        // The same budget the server serves with: a clone shares its counts.
+        grpc_stream_codec::observe::observe_budget(&meter, "server", &budget.clone().into());
+    }
+    println!(
+        "{}{}",
+        test_support::metrics_listen::METRICS_LINE_PREFIX,
+        endpoint.addr
+    );
+    Ok(endpoint)
+}
+
+/// Built without the `metrics-listen` feature: the flag is refused.
+#[cfg(not(feature = "metrics-listen"))]
+async fn serve_metrics(
+    _listen: SocketAddr,
+    _budget: Option<&grpc_stream_codec::budget::SharedBudget>,
+) -> std::io::Result<std::convert::Infallible> {
+    Err(std::io::Error::other(
+        "this build has no metrics: build volo-echo with its `metrics-listen` feature (on by default)",
+    ))
 }
 
 /// What `--report-memory` and SIGTERM report of the budget.
