@@ -64,7 +64,10 @@ impl BinaryMetadata {
 /// with a binary header that is not base64 is answered `internal`
 /// ("malformed binary metadata", as grpc-go answers it) without reaching the
 /// service, and so is one whose `grpc-timeout` is not 1 to 8 digits and a
-/// unit (volo-grpc's opt-in server `TimeoutLayer` overflows on longer ones).
+/// unit (volo-grpc's opt-in server `TimeoutLayer` overflows on longer ones);
+/// one whose `grpc-encoding` this build does not support is answered
+/// `unimplemented` with the supported list, as tonic's full framing answers
+/// it.
 /// Responses are not touched.
 ///
 /// ```no_run
