@@ -136,9 +136,9 @@ pub struct RewriteReport {
     /// `ProstCodec` paths (from `tonic_prost::ProstCodec`, or set with `codec_path`).
     pub codec_paths: usize,
     /// Files that carry the mark
-    /// [`include_proto!`](crate::tonic::include_proto) checks (added now, or
-    /// by an earlier run to a file tonic-prost-build no longer writes):
-    /// every generated file but those in `foreign_codec_files`.
+    /// [`include_proto!`](crate::tonic::include_proto) checks, whichever run
+    /// of the hook added it: every generated file but those in
+    /// `foreign_codec_files`.
     pub marked_files: usize,
     /// Files under the directory tonic-build did not write (no prost-build
     /// header, no generated service): left as they are.
@@ -211,7 +211,7 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
         report.add(&rewritten);
         if let Some(codec) = &rewritten.foreign_codec {
             // Left as generated, with nothing of this crate: it builds
-            // with a plain `include!`, as before the hook.
+            // with a plain `include!`, since tonic's framing serves it.
             report.foreign_codec_files.push(path.clone());
             foreign.push(source::describe_foreign(path, text, codec));
             continue;

@@ -32,8 +32,8 @@ impl Places {
 
 /// The first line of every mark's comment; what finds a mark again.
 const MARK_START: &str = "\n// Added by grpc_stream_codec::";
-/// How a mark's call starts (and that of a mark from before the call
-/// resolved by path).
+/// How a mark's call starts: by path, or by the bare names a mark may
+/// still carry in a file the hook wrote into earlier (found to be replaced).
 const CALL_STARTS: &[&str] = &[
     "::grpc_stream_codec::__include_mark!",
     "__grpc_stream_codec_tonic_mark!",
