@@ -1,10 +1,13 @@
 //! The example servers' `--metrics-listen ADDR`: an OpenTelemetry
 //! `SdkMeterProvider` whose reader is `opentelemetry-prometheus`'s exporter,
 //! and `GET /metrics` on ADDR in Prometheus's text format; plus [`scrape`],
-//! the tests' HTTP/1.1 reader of it.
+//! the tests' HTTP/1.1 reader of it, and what both servers' tests check
+//! ([`checks`]).
 //!
 //! The exporter is pull-based: each scrape gathers the registry, which asks
 //! the provider to collect, so nothing runs between scrapes.
+
+pub mod checks;
 
 use std::convert::Infallible;
 use std::io::{self, Read, Write};
