@@ -301,16 +301,22 @@ impl EncodingSet {
         self,
         headers: &http::HeaderMap,
     ) -> Result<Option<CompressionEncoding>, Status> {
-        let Some(value) = headers.get(GRPC_ENCODING) else {
-            return Ok(None);
-        };
+        match headers.get(GRPC_ENCODING) {
+            Some(value) => self.encoding_named(value).map(Some),
+            None => Ok(None),
+        }
+    }
+
+    /// The encoding a `grpc-encoding` value names, checked as
+    /// [`received_encoding`](Self::received_encoding) checks it.
+    pub(crate) fn encoding_named(self, value: &HeaderValue) -> Result<CompressionEncoding, Status> {
         let named = value.to_str().ok().and_then(CompressionEncoding::from_name);
         match named {
             Some(encoding)
                 if encoding.is_identity()
                     || (self.contains(encoding) && encoding.is_supported()) =>
             {
-                Ok(Some(encoding))
+                Ok(encoding)
             }
             _ => {
                 let accepted = self.with(CompressionEncoding::Identity);

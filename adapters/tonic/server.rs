@@ -34,14 +34,13 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline,
-    deadline_timer, read_ahead, refused, request_head_error,
+    MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, Timer,
+    read_ahead, read_request_head, refused, timeout_from_headers, timer_for,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 use crate::observe;
-
 
 /// A client-streaming method, as generated code implements it: in place of
 /// `tonic::server::ClientStreamingService`, with this crate's
@@ -186,11 +185,7 @@ impl<C: FramingCodec> Grpc<C> {
     }
 
     /// Handles a unary call.
-    pub async fn unary<S, B>(
-        &mut self,
-        service: S,
-        req: http::Request<B>,
-    ) -> http::Response<Body>
+    pub async fn unary<S, B>(&mut self, service: S, req: http::Request<B>) -> http::Response<Body>
     where
         S: UnaryService<C::Decode, Response = C::Encode>,
         B: HttpBody + Send + 'static,
@@ -283,17 +278,14 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let timer = deadline_timer(req.headers());
+        let timer = timeout_from_headers(req.headers()).map(timer_for);
         let request = match self.single_request(req).await {
             Ok(request) => request,
             Err(status) => return status.into_http(),
         };
         let response = service.call(request).await;
-        let response = self.respond(response, send);
-        match timer {
-            Some(timer) => response.map(|body| Body::new(ServerDeadline::new(body, Some(timer), None))),
-            None => response,
-        }
+        self.respond(response, send)
+            .map(|body| watched(body, timer, None))
     }
 
     async fn client_streaming_call<S, B>(
@@ -328,14 +320,14 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let timer = deadline_timer(req.headers());
+        let timer = timeout_from_headers(req.headers()).map(timer_for);
         let (request, pump) = match self.read_ahead_request(req) {
             Ok(request) => request,
             Err(status) => return status.into_http(),
         };
         let response = Pumped::new(service.call(request), Some(pump.clone())).await;
         self.respond(response, send)
-            .map(|body| Body::new(ServerDeadline::new(body, timer, Some(pump))))
+            .map(|body| watched(body, timer, Some(pump)))
     }
 
     /// The request of a unary or server-streaming call: exactly one message.
@@ -374,14 +366,9 @@ impl<C: FramingCodec> Grpc<C> {
     {
         // tonic hands binary metadata to handlers as sent and ignores a
         // malformed deadline; both are refused here, as on volo.
-        let path = req.uri().path();
-        if let Some(status) = request_head_error(req.headers()) {
-            return Err(refused(path, status).into());
-        }
-        let encoding = self
-            .accept
-            .received_encoding(req.headers())
-            .map_err(|status| refused(path, status))?;
+        let encoding = read_request_head(req.headers(), self.accept)
+            .map_err(|status| refused(req.uri().path(), status))?
+            .encoding;
         let (parts, body) = req.into_parts();
         let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)
             .with_optional_budget(tagged_budget(&parts.extensions));
@@ -403,7 +390,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         let budget = tagged_budget(req.extensions());
         let (parts, body) = req.into_parts();
-        let (body, pump) = read_ahead(bytes_body(body));
+        let (body, pump) = read_ahead(Box::pin(bytes_body(body)));
         pump.arm(budget);
         let mut request = self.streaming_request(http::Request::from_parts(parts, body))?;
         request.get_mut().set_request_pump(pump.clone());
@@ -475,3 +462,11 @@ impl<C> Clone for Grpc<C> {
     }
 }
 
+/// A response body ended at the call's deadline and pumping its request
+/// (see [`ServerDeadline::watching`]), or the body as it is.
+fn watched(body: Body, timer: Option<Timer>, pump: Option<Pump>) -> Body {
+    match ServerDeadline::watching(body, timer, pump) {
+        Ok(watched) => Body::new(watched),
+        Err(body) => body,
+    }
+}

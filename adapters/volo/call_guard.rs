@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body::Body;
@@ -21,7 +22,7 @@ use volo_grpc::body::BoxBody;
 
 use super::scoped;
 use crate::budget::Budget;
-use crate::call::{BoxError, Pump, Pumped, ServerDeadline, Timer, deadline_timer, read_ahead};
+use crate::call::{BoxError, Pump, Pumped, ServerDeadline, Timer, read_ahead, timer_for};
 use crate::observe::{self, ServerCall};
 
 thread_local! {
@@ -45,19 +46,26 @@ pub(super) struct Guard {
     call: ServerCall,
 }
 
-/// Splits `req`'s body for reading ahead and starts the deadline's timer.
-pub(super) fn guard_request<B>(req: http::Request<B>) -> (http::Request<BoxBody>, Guard)
+/// Splits `req`'s body for reading ahead and starts the timer of the
+/// call's `timeout`.
+pub(super) fn guard_request<B>(
+    req: http::Request<B>,
+    timeout: Option<Duration>,
+) -> (http::Request<BoxBody>, Guard)
 where
-    B: Body<Data = Bytes> + Send + 'static,
+    B: Body<Data = Bytes> + Unpin + Send + 'static,
     B::Error: Into<BoxError>,
 {
     let (req, call) = observe::server_call(req);
-    let timer = deadline_timer(req.headers());
+    let timer = timeout.map(timer_for);
     let (parts, body) = req.into_parts();
     // Armed, with the stream's budget, by the stream (`arm_request_pump`).
     let (body, pump) = read_ahead(body);
     let body = volo_grpc::body::boxed(body.map_err(volo_status));
-    (http::Request::from_parts(parts, body), Guard { timer, pump, call })
+    (
+        http::Request::from_parts(parts, body),
+        Guard { timer, pump, call },
+    )
 }
 
 /// A body error as volo-grpc carries it: this crate's status (a deadline)
@@ -105,8 +113,10 @@ where
         };
         let response = std::task::ready!(polled)?;
         let timer = this.timer.take();
-        let response =
-            response.map(|body| volo_grpc::body::boxed(ServerDeadline::new(body, timer, pump)));
+        let response = response.map(|body| match ServerDeadline::watching(body, timer, pump) {
+            Ok(watched) => volo_grpc::body::boxed(watched),
+            Err(body) => body,
+        });
         let call = std::mem::take(this.call);
         Poll::Ready(Ok(observe::server_response(
             response,

@@ -37,8 +37,8 @@ use motore::layer::Layer;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::context::ClientContext;
 
-use super::compression::{compression_from_volo, encoding_from_volo};
 use super::call_scope::{CallScope, ResponseHeaders, SCOPE};
+use super::compression::{compression_from_volo, encoding_from_volo};
 use super::scoped::Scoped;
 use super::service::wrap_service;
 use crate::compression::{Compression, EncodingList, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};

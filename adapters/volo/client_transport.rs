@@ -32,13 +32,13 @@ use volo_grpc::{RecvEntryMessage, Request, Response, SendEntryMessage};
 
 use super::call_guard::volo_status;
 use super::call_scope::with_response_headers;
-use crate::call::{AtDeadline, ClientCall, ClientDeadline, request_headers};
 use super::client_connect::Connector;
 use super::metadata;
 use super::service::wrap_service;
+use crate::PolledFrame;
+use crate::call::{AtDeadline, ClientCall, ClientDeadline, request_headers};
 use crate::observe;
 use crate::status::{Code, Status};
-use crate::PolledFrame;
 
 /// What volo-grpc's transport is built from, recorded as the builder's
 /// methods are called (volo-grpc keeps its copy private).
@@ -166,10 +166,7 @@ impl http_body::Body for EndAwareBody {
     type Data = Bytes;
     type Error = volo_grpc::Status;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> PolledFrame<volo_grpc::Status> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<volo_grpc::Status> {
         self.project().inner.poll_frame(cx)
     }
 

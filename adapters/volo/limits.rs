@@ -56,7 +56,6 @@ pub fn default_limits() -> Limits {
         .with_max_send(MAX_SEND.load(Ordering::Relaxed))
 }
 
-
 /// The limits for a stream or body created now: the enclosing
 /// [`LimitsLayer`]'s, else the process default.
 pub(super) fn limits_for_new_stream() -> Limits {

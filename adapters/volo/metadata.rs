@@ -20,7 +20,7 @@ use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
 use crate::binary_metadata::decode_binary_header;
-use crate::call::{self, request_head_error};
+use crate::call::{self, read_request_head};
 use crate::compression::EncodingSet;
 use crate::status::Status;
 
@@ -96,7 +96,7 @@ pub struct BinaryMetadataService<S> {
 impl<S, B> tower_service::Service<http::Request<B>> for BinaryMetadataService<S>
 where
     S: tower_service::Service<http::Request<BoxBody>, Response = http::Response<BoxBody>>,
-    B: http_body::Body<Data = bytes::Bytes> + Send + 'static,
+    B: http_body::Body<Data = bytes::Bytes> + Unpin + Send + 'static,
     B::Error: Into<crate::call::BoxError>,
 {
     type Response = http::Response<BoxBody>;
@@ -111,22 +111,20 @@ where
         // Before volo-grpc sees them: its opt-in server `TimeoutLayer`
         // overflows on a long `grpc-timeout`, and an unknown encoding gets
         // volo-grpc's own words without the list gRPC asks for.
-        let refused = request_head_error(req.headers()).or_else(|| {
-            EncodingSet::supported()
-                .received_encoding(req.headers())
-                .err()
-        });
-        if let Some(status) = refused {
-            let status = call::refused(req.uri().path(), status);
-            return BinaryMetadataFuture::Refused {
-                response: Some(refusal(status)),
-            };
-        }
-        let binary = take_binary(req.headers_mut());
-        if !binary.is_empty() {
+        let head = match read_request_head(req.headers(), EncodingSet::supported()) {
+            Ok(head) => head,
+            Err(status) => {
+                let status = call::refused(req.uri().path(), status);
+                return BinaryMetadataFuture::Refused {
+                    response: Some(refusal(status)),
+                };
+            }
+        };
+        if head.has_binary {
+            let binary = take_binary(req.headers_mut());
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
-        let (req, guard) = guard_request(req);
+        let (req, guard) = guard_request(req, head.timeout);
         BinaryMetadataFuture::Inner {
             inner: Guarded::new(self.inner.call(req), guard),
         }

@@ -16,19 +16,19 @@ use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
 use super::budget::budget_for_new_stream;
+use super::call_guard::arm_request_pump;
 use super::call_scope::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::limits_for_new_stream;
-use super::call_guard::arm_request_pump;
 use super::metadata::warn_unshielded;
 use super::trailers_only::WithoutLayer;
+use crate::PolledFrame;
 use crate::budget::Budget;
 use crate::call::{Pump, SECOND_REQUEST_MESSAGE};
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
 use crate::status::{Code, Status};
-use crate::PolledFrame;
 
 /// Decodes pilota protobuf messages. Bytes fields of the message share its
 /// buffer, which holds that message alone.
@@ -326,10 +326,7 @@ impl Body for VoloBody {
     type Data = Bytes;
     type Error = Status;
 
-    fn poll_frame(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> PolledFrame<Status> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         Pin::new(&mut self.inner)
             .poll_frame(cx)
             .map_err(Status::from)

@@ -16,8 +16,8 @@ use std::task::{Context, Poll, ready};
 use bytes::Bytes;
 use http_body::{Body, SizeHint};
 
-use crate::status::Status;
 use crate::PolledFrame;
+use crate::status::Status;
 
 /// The error of a response body that ended without trailers outside a
 /// [`ClientCompressionLayer`](super::ClientCompressionLayer) call.
@@ -55,10 +55,7 @@ where
     type Data = Bytes;
     type Error = Status;
 
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> PolledFrame<Status> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         let this = self.project();
         if *this.ended {
             return Poll::Ready(None);

@@ -9,7 +9,9 @@ use std::task::Poll;
 use http::header::{CONTENT_TYPE, TE};
 use http::{HeaderMap, HeaderValue};
 
-use super::deadline::{ClientDeadline, Timer, deadline_exceeded, deadline_timer};
+use tokio::time::Instant;
+
+use super::deadline::{ClientDeadline, Timer, deadline_exceeded, timeout_from_headers, timer_at};
 use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
@@ -60,9 +62,11 @@ impl ClientCall {
     /// Starts the call whose request carries `headers`, returning its
     /// request body, which fails at the deadline they carry.
     pub fn start<B>(headers: &HeaderMap, request_body: B) -> (ClientDeadline<B>, ClientCall) {
-        let request_body = ClientDeadline::new(request_body, deadline_timer(headers));
+        // One instant for both timers: see `timer_at`.
+        let deadline = timeout_from_headers(headers).map(|timeout| Instant::now() + timeout);
+        let request_body = ClientDeadline::new(request_body, deadline.map(timer_at));
         let call = ClientCall {
-            timer: deadline_timer(headers),
+            timer: deadline.map(timer_at),
         };
         (request_body, call)
     }

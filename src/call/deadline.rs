@@ -27,14 +27,18 @@ pub const GRPC_TIMEOUT: HeaderName = HeaderName::from_static("grpc-timeout");
 /// A future that completes when the deadline passes.
 pub type Timer = Pin<Box<dyn Future<Output = ()> + Send>>;
 
-/// A timer for the deadline `headers` carry, on tokio's clock (which both
-/// frameworks run on); `None` without a valid `grpc-timeout`. The sleep is
-/// made on its first poll, so a call that ends first never registers one.
-pub fn deadline_timer(headers: &HeaderMap) -> Option<Timer> {
-    let deadline = tokio::time::Instant::now() + timeout_from_headers(headers)?;
-    Some(Box::pin(
-        async move { tokio::time::sleep_until(deadline).await },
-    ))
+/// A [`Timer`] that completes `timeout` from now, on tokio's clock (which
+/// both frameworks run on). The sleep is made on its first poll, so a call
+/// that ends first never registers one.
+pub fn timer_for(timeout: Duration) -> Timer {
+    timer_at(tokio::time::Instant::now() + timeout)
+}
+
+/// A [`Timer`] that completes at `deadline`. Timers of one call share the
+/// instant, so they fire in the same turn of tokio's timer: a body that
+/// sees the reset another made at the deadline finds its own timer fired.
+pub fn timer_at(deadline: tokio::time::Instant) -> Timer {
+    Box::pin(async move { tokio::time::sleep_until(deadline).await })
 }
 
 /// The timeout `headers` carry in `grpc-timeout`: 1 to 8 digits and a unit
@@ -91,6 +95,17 @@ pub struct ServerDeadline<B> {
 }
 
 impl<B> ServerDeadline<B> {
+    /// `inner` watched as [`new`](Self::new) watches it, or `inner` itself
+    /// (`Err`) when there is nothing to watch: no deadline, and a request
+    /// already read to its end (every unary one), so nothing left to pump.
+    pub fn watching(inner: B, timer: Option<Timer>, pump: Option<Pump>) -> Result<Self, B> {
+        let pump = pump.filter(|pump| !pump.finished());
+        if timer.is_none() && pump.is_none() {
+            return Err(inner);
+        }
+        Ok(ServerDeadline::new(inner, timer, pump))
+    }
+
     /// `inner`, ended when `timer` completes, pumping `pump`.
     pub fn new(inner: B, timer: Option<Timer>, pump: Option<Pump>) -> Self {
         ServerDeadline {

@@ -18,13 +18,14 @@ mod server;
 pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::ClientDeadline;
-#[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
-pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
+#[cfg(feature = "tonic")]
+pub(crate) use deadline::timeout_from_headers;
+pub(crate) use deadline::{Pumped, ServerDeadline, timer_for};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 pub(crate) use read_ahead::{Pump, read_ahead};
-pub(crate) use server::{refused, request_head_error};
+pub(crate) use server::{read_request_head, refused};
 
 /// What a server answers (`INTERNAL`) to a unary or server-streaming request
 /// without a message: volo-grpc's and stock tonic's words.

@@ -78,17 +78,18 @@ where
 /// [`Pump::arm`] gives it the stream's budget.
 pub fn read_ahead<B>(body: B) -> (ReadAheadBody<B>, Pump)
 where
-    B: TransportBody + Send + 'static,
+    B: TransportBody + Unpin + Send + 'static,
 {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
-            body: Some(Box::pin(body)),
+            body: Some(body),
             backlog: Backlog::default(),
             end: None,
             armed: false,
+            waking: None,
+            waiting_reader: None,
             budget: None,
         }),
-        wakers: Arc::new(Wakers::default()),
     });
     let pump_shared: Arc<dyn Pumpable> = shared.clone();
     (ReadAheadBody { shared }, Pump(pump_shared))
@@ -131,6 +132,13 @@ impl Pump {
     pub fn end_with(&self, status: Status) {
         self.0.end_with(status);
     }
+
+    /// Whether nothing is left to read from the transport: the body ended,
+    /// failed, was ended, or its reader is gone. A finished pump needs no
+    /// more polling, so a response need not carry it.
+    pub fn finished(&self) -> bool {
+        self.0.finished()
+    }
 }
 
 /// The pump's view of the shared state, without the body's type.
@@ -138,23 +146,55 @@ trait Pumpable: Send + Sync {
     fn pump(&self, cx: &mut Context<'_>) -> bool;
     fn arm(&self, budget: Option<Budget>);
     fn end_with(&self, status: Status);
+    fn finished(&self) -> bool;
 }
 
 struct Shared<B> {
     state: Mutex<State<B>>,
-    wakers: Arc<Wakers>,
 }
 
 struct State<B> {
     /// `None` once it ended, failed, or the call was ended.
-    body: Option<Pin<Box<B>>>,
+    body: Option<B>,
     backlog: Backlog,
     /// What follows the backlog: the body's trailers, error or end.
     end: Option<End>,
     /// Whether the request's stream has been made: only then is it read
     /// ahead, against `budget`.
     armed: bool,
+    /// Made when the pump first runs: from then on the transport is polled
+    /// with a waker for both reader and pump. Until then the reader polls
+    /// it with its own, and a call that reads its request through before
+    /// it first waits (every unary one) never pays for the pump.
+    waking: Option<Waking>,
+    /// The reader's waker while it waits on the transport with its own
+    /// (before `waking`): handed to `waking` when that is made, since the
+    /// transport then wakes `waking`'s waker instead.
+    waiting_reader: Option<Waker>,
     budget: Option<Held>,
+}
+
+/// The waker the transport is polled with once the pump runs.
+struct Waking {
+    wakers: Arc<Wakers>,
+    waker: Waker,
+}
+
+impl Waking {
+    fn new(reader: Option<Waker>) -> Self {
+        let wakers = Arc::new(Wakers {
+            reader: Mutex::new(reader),
+            pump: Mutex::new(None),
+        });
+        Waking {
+            waker: Waker::from(wakers.clone()),
+            wakers,
+        }
+    }
+
+    fn poll<B: TransportBody + Unpin>(&self, body: &mut B) -> PolledFrame<B::Error> {
+        Pin::new(body).poll_frame(&mut Context::from_waker(&self.waker))
+    }
 }
 
 enum End {
@@ -282,22 +322,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<B: TransportBody> Shared<B> {
-    /// Polls the transport body with a waker that wakes reader and pump.
-    fn poll_body(&self, body: &mut Pin<Box<B>>) -> PolledFrame<B::Error> {
-        let waker = Waker::from(self.wakers.clone());
-        body.as_mut().poll_frame(&mut Context::from_waker(&waker))
-    }
-}
-
-impl<B: TransportBody + Send> Pumpable for Shared<B> {
+impl<B: TransportBody + Unpin + Send> Pumpable for Shared<B> {
     fn pump(&self, cx: &mut Context<'_>) -> bool {
         let mut state = lock(&self.state);
         if !state.armed {
             return false;
         }
-        Wakers::set(&self.wakers.pump, cx.waker());
+        if state.body.is_none() {
+            return true;
+        }
         let state = &mut *state;
+        let waking = match &mut state.waking {
+            Some(waking) => waking,
+            waking @ None => waking.insert(Waking::new(state.waiting_reader.take())),
+        };
+        Wakers::set(&waking.wakers.pump, cx.waker());
         let mut took = false;
         while state.backlog.has_room() {
             let Some(body) = state.body.as_mut() else {
@@ -310,7 +349,7 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
             {
                 break;
             }
-            let frame = match self.poll_body(body) {
+            let frame = match waking.poll(body) {
                 Poll::Pending => break,
                 Poll::Ready(frame) => frame,
             };
@@ -342,7 +381,7 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
             state.body = None;
         }
         if took {
-            Wakers::wake(&self.wakers.reader);
+            Wakers::wake(&waking.wakers.reader);
         }
         true
     }
@@ -369,12 +408,26 @@ impl<B: TransportBody + Send> Pumpable for Shared<B> {
             held.release_all();
         }
         state.end = Some(End::Error(Box::new(status)));
+        // The call's body ends this after polling the pump, which made the
+        // shared waker if the stream was armed; an unarmed stream has no
+        // reader (the reader is what arms it).
+        let wakers = state.waking.as_ref().map(|waking| waking.wakers.clone());
+        let waiting = state.waiting_reader.take();
         drop(state);
-        Wakers::wake(&self.wakers.reader);
+        if let Some(wakers) = wakers {
+            Wakers::wake(&wakers.reader);
+        }
+        if let Some(waker) = waiting {
+            waker.wake();
+        }
+    }
+
+    fn finished(&self) -> bool {
+        lock(&self.state).body.is_none()
     }
 }
 
-impl<B: TransportBody> Body for ReadAheadBody<B> {
+impl<B: TransportBody + Unpin> Body for ReadAheadBody<B> {
     type Data = Bytes;
     type Error = BoxError;
 
@@ -402,8 +455,25 @@ impl<B: TransportBody> Body for ReadAheadBody<B> {
         let Some(body) = state.body.as_mut() else {
             return Poll::Ready(None);
         };
-        Wakers::set(&shared.wakers.reader, cx.waker());
-        match shared.poll_body(body) {
+        let polled = match &state.waking {
+            Some(waking) => {
+                Wakers::set(&waking.wakers.reader, cx.waker());
+                waking.poll(body)
+            }
+            None => {
+                let polled = Pin::new(body).poll_frame(cx);
+                if polled.is_pending()
+                    && !state
+                        .waiting_reader
+                        .as_ref()
+                        .is_some_and(|waker| waker.will_wake(cx.waker()))
+                {
+                    state.waiting_reader = Some(cx.waker().clone());
+                }
+                polled
+            }
+        };
+        match polled {
             Poll::Pending => Poll::Pending,
             Poll::Ready(None) => {
                 state.body = None;
@@ -485,6 +555,86 @@ mod tests {
 
         drop(reader);
         assert_eq!(other.stats().in_use, 0, "released with the reader");
+    }
+
+    /// A transport body fed by the test, which keeps only the waker of its
+    /// last poll (as h2's streams do).
+    struct Fed(tokio::sync::mpsc::UnboundedReceiver<Bytes>);
+
+    impl Body for Fed {
+        type Data = Bytes;
+        type Error = std::convert::Infallible;
+
+        fn poll_frame(
+            mut self: Pin<&mut Self>,
+            cx: &mut Context<'_>,
+        ) -> PolledFrame<std::convert::Infallible> {
+            self.0
+                .poll_recv(cx)
+                .map(|data| data.map(|data| Ok(Frame::data(data))))
+        }
+    }
+
+    #[derive(Default)]
+    struct CountingWaker(std::sync::atomic::AtomicUsize);
+
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    #[test]
+    fn a_reader_waiting_before_the_pump_first_runs_is_woken_by_what_it_takes() {
+        let (feed, fed) = tokio::sync::mpsc::unbounded_channel();
+        let (mut reader, pump) = read_ahead(Fed(fed));
+        pump.arm(None);
+        let reader_woken = Arc::new(CountingWaker::default());
+        let reader_waker = Waker::from(reader_woken.clone());
+        let mut reader_cx = Context::from_waker(&reader_waker);
+        assert!(
+            Pin::new(&mut reader)
+                .poll_frame(&mut reader_cx)
+                .is_pending()
+        );
+
+        // The pump's first run polls the transport with its own waker,
+        // which replaces the reader's there.
+        let mut pump_cx = Context::from_waker(Waker::noop());
+        assert!(pump.pump(&mut pump_cx));
+        feed.send(small_frame(1)).unwrap();
+        assert!(pump.pump(&mut pump_cx));
+        assert!(
+            reader_woken.0.load(std::sync::atomic::Ordering::Relaxed) > 0,
+            "the reader learns of the frame the pump took"
+        );
+        match Pin::new(&mut reader).poll_frame(&mut reader_cx) {
+            Poll::Ready(Some(Ok(frame))) => assert_eq!(frame.into_data().unwrap(), small_frame(1)),
+            _ => panic!("the frame the pump took is read"),
+        }
+    }
+
+    #[test]
+    fn a_body_read_through_before_the_pump_runs_finishes_it_unstarted() {
+        let (feed, fed) = tokio::sync::mpsc::unbounded_channel();
+        let (mut reader, pump) = read_ahead(Fed(fed));
+        pump.arm(None);
+        feed.send(small_frame(2)).unwrap();
+        drop(feed);
+        let mut cx = Context::from_waker(Waker::noop());
+        assert!(matches!(
+            Pin::new(&mut reader).poll_frame(&mut cx),
+            Poll::Ready(Some(Ok(_)))
+        ));
+        assert!(matches!(
+            Pin::new(&mut reader).poll_frame(&mut cx),
+            Poll::Ready(None)
+        ));
+        assert!(pump.finished());
+        assert!(
+            lock(&reader.shared.state).waking.is_none(),
+            "the pump's waker is never made"
+        );
     }
 
     #[test]
