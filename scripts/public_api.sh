@@ -24,7 +24,20 @@ fi
 
 current=$(mktemp)
 trap 'rm -f "$current"' EXIT
-cargo +nightly public-api -p grpc-stream-codec --all-features -ss --color never >"$current"
+# `#[doc(hidden)]` items are left out, and so is everything reachable only
+# through a hidden module (`codegen`, what generated code names): the
+# listing is what users call. rustdoc JSON also leaves out an
+# `#[doc(inline)]` re-export of a hidden macro, which is how a
+# `macro_rules!` macro gets a path in a module (`#[macro_export]` puts it at
+# the crate root), so the adapters' include macros are listed from their
+# re-exports.
+{
+    cargo +nightly public-api -p grpc-stream-codec --all-features -ss --color never
+    for adapter in tonic volo; do
+        sed -n 's/^pub use crate::{\(.*\)};$/\1/p' "adapters/$adapter/mod.rs" | tr ',' '\n' |
+            sed -n "s/^ *__${adapter}_[a-z_]* as \([a-z_]*\) *$/pub macro grpc_stream_codec::$adapter::\1!/p"
+    done
+} >"$current"
 
 if [ "${1:-}" = "--bless" ]; then
     cp "$current" "$listing"

@@ -28,7 +28,7 @@
 //! sees its argument, the mark its own, and the file name is what those
 //! have in common. Any number of files can then share a module, each
 //! checked on its own. The mark resolves by a path into this crate
-//! (`::grpc_stream_codec::__include_mark!`), which every crate including
+//! (`::grpc_stream_codec::codegen::include_mark!`), which every crate including
 //! rewritten code depends on, so it always resolves: a mark resolved by
 //! name in the including scope would fail with rustc's "cannot find macro"
 //! instead, which names no fix.
@@ -58,7 +58,7 @@ macro_rules! __include_pass {
 #[doc(hidden)]
 macro_rules! __include_checked {
     ($adapter:ident, $at:ident, $suffix:literal, [$($file:literal),+]) => {
-        $crate::__macros::file_names!(
+        $crate::codegen::macros::file_names!(
             $crate::__include_checked_file, $suffix, [$($file),+], $adapter, $at, $suffix
         );
     };
@@ -74,14 +74,14 @@ macro_rules! __include_checked_file {
     ) => {
         #[doc(hidden)]
         mod $stock {
-            pub(super) use $crate::__include_private::stock as $slot;
+            pub(super) use $crate::codegen::include::stock as $slot;
         }
         #[allow(unused_imports)]
         use self::$stock::*;
         // Tells the file's mark that it is included through this macro.
         #[doc(hidden)]
         #[allow(unused_imports)]
-        use $crate::__include_private::included as $included;
+        use $crate::codegen::include::included as $included;
 
         $crate::__include_file!($at, $file, $suffix);
 
@@ -113,7 +113,7 @@ macro_rules! __include_mark {
         $crate::__include_mark!(@names volo path "" $base $file);
     };
     (@names $adapter:ident $at:ident $suffix:literal $base:literal $file:literal) => {
-        $crate::__macros::file_names!(
+        $crate::codegen::macros::file_names!(
             $crate::__include_mark_file, $suffix, [$file], $adapter, $at, $suffix, $base
         );
     };
@@ -130,13 +130,13 @@ macro_rules! __include_mark_file {
     ) => {
         #[doc(hidden)]
         mod $unincluded {
-            pub(super) use $crate::__include_private::unincluded as $included;
+            pub(super) use $crate::codegen::include::unincluded as $included;
         }
         #[allow(unused_imports)]
         use self::$unincluded::*;
         #[doc(hidden)]
         #[allow(unused_imports)]
-        use $crate::__include_private::rewritten as $slot;
+        use $crate::codegen::include::rewritten as $slot;
 
         const _: () = {
     self::$included::check!($adapter $at $file $suffix $base);
@@ -151,7 +151,7 @@ macro_rules! __include_mark_file {
 #[doc(hidden)]
 macro_rules! __include_nested {
     ($file:literal) => {
-        $crate::__macros::file_names!($crate::__include_nested_file, "", [$file]);
+        $crate::codegen::macros::file_names!($crate::__include_nested_file, "", [$file]);
     };
 }
 
@@ -162,7 +162,7 @@ macro_rules! __include_nested_file {
     ($file:literal, $included:ident, $unincluded:ident, $stock:ident, $slot:ident) => {
         #[doc(hidden)]
         #[allow(unused_imports)]
-        use $crate::__include_private::included as $included;
+        use $crate::codegen::include::included as $included;
     };
 }
 
@@ -302,8 +302,7 @@ macro_rules! __include_file {
     };
 }
 
-/// Support for the include macros and the hooks' marks; not an API. The
-/// modules a check's first segment resolves to, each with a `check!`.
+/// The modules a check's first segment resolves to, each with a `check!`.
 pub mod checks {
     /// What a file's mark imports for the include macro: the file was
     /// rewritten.
@@ -326,4 +325,127 @@ pub mod checks {
     pub mod unincluded {
         pub use crate::__include_unincluded as check;
     }
+}
+
+/// Includes the code tonic-prost-build generated for a proto package, like
+/// `tonic::include_proto!`, and fails the build if grpc-stream-codec's
+/// build hook did not rewrite it afterwards.
+///
+/// ```ignore
+/// pub mod pb {
+///     grpc_stream_codec::tonic::include_proto!("my.package");
+/// }
+/// ```
+///
+/// The argument is the file's path under `OUT_DIR` without `.rs`: the
+/// package name, or `"dir/my.package"` after the builder's
+/// `out_dir(OUT_DIR/dir)`. Files that go into one module are named in one
+/// call, `include_proto!("a.v1", "b.v1")`, or in a call each, and need
+/// different file names; each is checked on its own.
+///
+/// A file the hook did not rewrite after tonic-prost-build wrote it (the
+/// hook left out of `build.rs`, or called before the generator) fails to
+/// compile, the first error naming the fix:
+///
+/// ```text
+/// error: grpc-stream-codec: `my.package.rs` in OUT_DIR is tonic-prost-build's stock output:
+/// grpc_stream_codec::tonic::build::rewrite_out_dir() did not run after tonic_prost_build wrote it. ...
+/// ```
+///
+/// The other way round, a rewritten file builds only through this macro or
+/// [`include_file!`](crate::tonic::include_file): with `include!`,
+/// `tonic::include_proto!` or a `mod` item the first error is the line to
+/// write instead. A file the hook left on tonic's framing (another codec
+/// than this crate's) has no mark and is included with `include!` or
+/// `tonic::include_proto!`. [`build`](crate::tonic::build) has the whole
+/// story.
+#[cfg(feature = "tonic-build-hook")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __tonic_include_proto {
+    ($($package:literal),+ $(,)?) => {
+        $crate::__include_checked!(tonic, out_dir, ".rs", [$($package),+]);
+    };
+}
+
+/// [`include_proto!`](crate::tonic::include_proto) for generated code
+/// outside `OUT_DIR` (the builder's `out_dir("src/pb")`, code committed to
+/// the repository): takes each file's path as `include!` does, relative to
+/// the file the macro is called in, and checks it the same way.
+///
+/// ```ignore
+/// // build.rs: tonic_prost_build with .out_dir("src/pb"), then
+/// // grpc_stream_codec::tonic::build::rewrite_dir("src/pb")?
+/// pub mod pb {
+///     grpc_stream_codec::tonic::include_file!("pb/my.package.rs");
+/// }
+/// ```
+#[cfg(feature = "tonic-build-hook")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __tonic_include_file {
+    ($($file:literal),+ $(,)?) => {
+        $crate::__include_checked!(tonic, path, "", [$($file),+]);
+    };
+}
+
+/// Includes a root file volo-build wrote to `OUT_DIR`, like
+/// `volo::include_service!`, and fails the build if grpc-stream-codec's
+/// build hook did not rewrite it afterwards.
+///
+/// ```ignore
+/// mod generated {
+///     grpc_stream_codec::volo::include_service!("volo_gen.rs");
+/// }
+/// pub use generated::volo_gen::my::package::*;
+/// ```
+///
+/// The path is relative to `OUT_DIR` (`"adapter/volo_gen.rs"` for a
+/// volo-build `out_dir` below it). Roots that go into one module (a
+/// `volo.yml` with two entries) are named in one call,
+/// `include_service!("a.rs", "b.rs")`, or in a call each, and need
+/// different file names; each is checked on its own.
+///
+/// A hook called *before* volo-build "succeeds" on the previous run's
+/// file, which volo-build then overwrites with stock code; a hook not
+/// called at all would go unnoticed the same way. Either fails to compile,
+/// the first error naming the fix:
+///
+/// ```text
+/// error: grpc-stream-codec: `volo_gen.rs` in OUT_DIR is volo-build's stock output:
+/// grpc_stream_codec::volo::build::rewrite_out_dir() did not run after volo-build wrote it. ...
+/// ```
+///
+/// The other way round, a rewritten root builds only through this macro or
+/// [`include_file!`](crate::volo::include_file): with `include!`,
+/// `volo::include_service!` or a `mod` item the first error is the line to
+/// write instead. [`build`](crate::volo::build) has the whole story.
+#[cfg(feature = "volo-build-hook")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __volo_include_service {
+    ($($file:literal),+ $(,)?) => {
+        $crate::__include_checked!(volo, out_dir, "", [$($file),+]);
+    };
+}
+
+/// [`include_service!`](crate::volo::include_service) for generated code
+/// outside `OUT_DIR` (code committed to the repository): takes each root's
+/// path as `include!` does, relative to the file the macro is called in,
+/// and checks it the same way.
+///
+/// ```ignore
+/// // build.rs: volo-build with out_dir "src/gen", then
+/// // grpc_stream_codec::volo::build::rewrite_dir("src/gen")?
+/// mod generated {
+///     grpc_stream_codec::volo::include_file!("gen/volo_gen.rs");
+/// }
+/// ```
+#[cfg(feature = "volo-build-hook")]
+#[macro_export]
+#[doc(hidden)]
+macro_rules! __volo_include_file {
+    ($($file:literal),+ $(,)?) => {
+        $crate::__include_checked!(volo, path, "", [$($file),+]);
+    };
 }

@@ -5,7 +5,8 @@
 //!
 //! - [`encode`]: the batching encoder ([`encode::EncodeStream`]) and the HTTP
 //!   body around it;
-//! - [`decode`]: the frame-fed decoder ([`EnvelopeAssembler`], [`Streaming`])
+//! - [`decode`]: the frame-fed decoder ([`decode::EnvelopeAssembler`],
+//!   [`decode::Streaming`])
 //!   and its allocation policy;
 //! - [`envelope`]: the 5-byte length prefix, its flags and size limits;
 //! - [`compression`]: identity, gzip, deflate (zlib) and zstd, with ordered
@@ -96,14 +97,11 @@ mod include_check;
 
 #[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
 #[doc(hidden)]
-pub use include_check::checks as __include_private;
+pub mod codegen;
 
-// Names per included file, for the include check.
-#[cfg(any(feature = "tonic-build-hook", feature = "volo-build-hook"))]
-#[doc(hidden)]
-pub use grpc_stream_codec_macros as __macros;
-
-// The code-only path rewriter both build hooks share.
+// The code-only path rewriter both build hooks share, and their errors.
+#[cfg(any(feature = "volo-build-hook", feature = "tonic-build-hook"))]
+pub mod build;
 #[cfg(any(feature = "volo-build-hook", feature = "tonic-build-hook"))]
 mod rewrite;
 
@@ -115,7 +113,6 @@ pub mod tonic;
 #[path = "../adapters/volo/mod.rs"]
 pub mod volo;
 
-pub use compression::{Compression, CompressionEncoding, CompressionLevel};
-pub use decode::{EnvelopeAssembler, MessageDecoder, Streaming};
+pub use compression::{Compression, CompressionEncoding};
 pub use envelope::Limits;
 pub use status::{Code, Status};

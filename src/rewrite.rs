@@ -19,9 +19,8 @@ use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
 
-mod error;
 mod mark;
-pub use error::{Adapter, Entry, HookCall, RewriteError, SourceError};
+use crate::build::{Adapter, Entry, HookCall, RewriteError};
 pub(crate) use mark::{Places, mark, strip_mark};
 #[cfg(feature = "tonic-build-hook")]
 pub(crate) use mark::{include_calls, nested_line};
@@ -180,6 +179,37 @@ pub(crate) fn rewrite(text: &str, rules: &[Rule]) -> Rewritten {
     Rewritten { text: out, hits }
 }
 
+/// A hook's two entry points, `rewrite_out_dir()` and `rewrite_dir(dir)`,
+/// over its `rewrite(dir, call)` in scope, each with the docs both share
+/// and the adapter's own (`$generator` names its generator).
+macro_rules! entry_points {
+    ($adapter:ident, $generator:literal, out_dir: $(#[$out_dir:meta])*, dir: $(#[$dir:meta])*) => {
+        #[doc = concat!("Rewrites ", $generator, "'s output under `$OUT_DIR`, recursively.")]
+        ///
+        #[doc = concat!("Call it from `build.rs` after ", $generator, " has written its output")]
+        /// there, and return its error (`?`). On failure it also prints the
+        /// error as a `cargo::error=` line, so cargo shows the fix as the
+        /// build's first error rather than under "failed to run custom build
+        /// command".
+        $(#[$out_dir])*
+        pub fn rewrite_out_dir() -> Result<RewriteReport, crate::build::RewriteError> {
+            crate::rewrite::run_out_dir(crate::build::Adapter::$adapter, rewrite)
+        }
+
+        #[doc = concat!("Rewrites ", $generator, "'s output under `dir`, recursively; see the")]
+        /// module docs. Like [`rewrite_out_dir`], it prints its error as a
+        /// `cargo::error=` line too.
+        ///
+        $(#[$dir])*
+        pub fn rewrite_dir(
+            dir: impl AsRef<std::path::Path>,
+        ) -> Result<RewriteReport, crate::build::RewriteError> {
+            crate::rewrite::run_dir(crate::build::Adapter::$adapter, dir.as_ref(), rewrite)
+        }
+    };
+}
+pub(crate) use entry_points;
+
 /// `rewrite_out_dir()` of either hook: `rewrite` on `OUT_DIR`, the
 /// failure reported to cargo.
 pub(crate) fn run_out_dir<R>(
@@ -217,36 +247,62 @@ fn reported<R>(result: Result<R, RewriteError>) -> Result<R, RewriteError> {
     result
 }
 
-/// The `Io` error of a read or write that failed on `path`.
-pub(crate) fn io_error((path, source): (PathBuf, io::Error)) -> RewriteError {
-    RewriteError::Io { path, source }
+/// Every `.rs` file under `dir` (see [`rs_files`]) with its text.
+pub(crate) fn read_sources(dir: &Path) -> Result<Vec<(PathBuf, String)>, RewriteError> {
+    let read = |path: PathBuf| match fs::read_to_string(&path) {
+        Ok(text) => Ok((path, text)),
+        Err(source) => Err((path, source)),
+    };
+    rs_files(dir)
+        .and_then(|files| files.into_iter().map(read).collect())
+        .map_err(|(path, source)| RewriteError::Io { path, source })
 }
 
-/// Every `.rs` file under `dir` (see [`rs_files`]) with its text. On
-/// failure, the path it concerns.
-pub(crate) fn read_sources(dir: &Path) -> Result<Vec<(PathBuf, String)>, (PathBuf, io::Error)> {
-    rs_files(dir)?
-        .into_iter()
-        .map(|path| match fs::read_to_string(&path) {
-            Ok(text) => Ok((path, text)),
-            Err(error) => Err((path, error)),
-        })
-        .collect()
+/// A generated file as read, and what the hook makes of it.
+pub(crate) struct Change<'a> {
+    pub path: &'a Path,
+    /// The text as read.
+    pub old: &'a str,
+    /// The rewritten code, without a mark.
+    pub code: String,
+    /// Whether the file gets the mark of `adapter`'s include macros.
+    pub marked: bool,
 }
 
-/// Writes each file whose new text differs from the old one (the others
-/// keep their modification times) and returns how many it wrote.
-pub(crate) fn write_changed<'a>(
-    files: impl IntoIterator<Item = (&'a Path, &'a str, &'a str)>,
-) -> Result<usize, (PathBuf, io::Error)> {
+/// Writes each file whose new text (its code, and its mark when it gets
+/// one) differs from the old one, the others keeping their modification
+/// times; returns how many it wrote.
+pub(crate) fn write_marked<'a>(
+    adapter: Adapter,
+    dir: &Path,
+    places: &Places,
+    changes: impl IntoIterator<Item = Change<'a>>,
+) -> Result<usize, RewriteError> {
     let mut written = 0;
-    for (path, old, new) in files {
-        if old != new {
-            fs::write(path, new).map_err(|error| (path.to_path_buf(), error))?;
+    for Change {
+        path,
+        old,
+        mut code,
+        marked,
+    } in changes
+    {
+        if marked {
+            code.push_str(&mark(adapter, places, dir, path));
+        }
+        if old != code {
+            fs::write(path, code).map_err(|source| RewriteError::Io {
+                path: path.to_path_buf(),
+                source,
+            })?;
             written += 1;
         }
     }
     Ok(written)
+}
+
+/// `text` without the mark at its end, if it has one.
+pub(crate) fn unmarked(text: &str) -> &str {
+    strip_mark(text).unwrap_or(text)
 }
 
 /// Prints a build hook's error as a `cargo::error=` line (on one line), so

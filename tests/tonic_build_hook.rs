@@ -4,6 +4,7 @@
 
 use std::path::PathBuf;
 
+use grpc_stream_codec::build::*;
 use grpc_stream_codec::tonic::build::*;
 
 // Trimmed from tonic-prost-build 0.14 output.
@@ -104,11 +105,11 @@ fn rewrites_the_table_and_nothing_else() {
     );
     assert!(
         out.text
-            .contains("inner: ::grpc_stream_codec::tonic::client::Grpc<T>,")
+            .contains("inner: ::grpc_stream_codec::codegen::tonic::client::Grpc<T>,")
     );
     assert!(
         out.text
-            .contains("> ::grpc_stream_codec::tonic::server::ClientStreamingService<")
+            .contains("> ::grpc_stream_codec::codegen::tonic::server::ClientStreamingService<")
     );
     assert_eq!(
         out.text
@@ -149,7 +150,7 @@ fn leading_colons_and_spaces_are_matched() {
     let out = rewrite_source(&text).unwrap();
     assert!(
         out.text
-            .contains("let g = ::grpc_stream_codec::tonic::server::Grpc :: new(c);")
+            .contains("let g = ::grpc_stream_codec::codegen::tonic::server::Grpc :: new(c);")
     );
     assert!(
         out.text
@@ -293,6 +294,6 @@ fn only_generated_files_are_rewritten() {
         legacy
     );
     let alpha = std::fs::read_to_string(dir.join("alpha.rs")).unwrap();
-    assert!(alpha.contains("::grpc_stream_codec::tonic::server::Grpc::new"));
+    assert!(alpha.contains("::grpc_stream_codec::codegen::tonic::server::Grpc::new"));
     std::fs::remove_dir_all(&dir).unwrap();
 }

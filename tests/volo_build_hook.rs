@@ -5,6 +5,7 @@
 use std::fs;
 use std::path::PathBuf;
 
+use grpc_stream_codec::build::*;
 use grpc_stream_codec::volo::build::*;
 
 // Shapes volo-build 0.12.3 writes, after pilota-build's rustfmt pass and
@@ -67,7 +68,7 @@ fn rewrites_send_impl_calls() {
     assert!(!out.text.contains("::volo_grpc::codec::encode::encode"));
     assert_eq!(
         out.text
-            .matches("::grpc_stream_codec::volo::encode(s,")
+            .matches("::grpc_stream_codec::codegen::volo::encode(s,")
             .count(),
         2
     );
@@ -127,7 +128,7 @@ fn whitespace_inside_paths_is_tolerated() {
     let out = rewrite_source(text).unwrap();
     assert!(
         out.text
-            .contains("{ ::grpc_stream_codec::volo::encode(s, c) }")
+            .contains("{ ::grpc_stream_codec::codegen::volo::encode(s, c) }")
     );
 }
 
@@ -346,7 +347,7 @@ fn roots_without_volo_service_code_are_not_marked() {
 /// How the line of the hook's mark starts: a call, by its path into the
 /// crate, naming the include macro's call for the file (here, outside
 /// `OUT_DIR`, `include_file!` with the path from the crate's `src/`).
-const MARK_CALL: &str = "\n::grpc_stream_codec::__include_mark!(volo include_file!(\"";
+const MARK_CALL: &str = "\n::grpc_stream_codec::codegen::include_mark!(volo include_file!(\"";
 
 fn marked(text: &str) -> bool {
     text.contains(MARK_CALL)

@@ -49,15 +49,19 @@
 //! alone), with or without a leading `::` and whatever whitespace sits around
 //! the `::`:
 //!
-//! | tonic-prost-build 0.14 generates        | rewritten to                                                 |
-//! |-----------------------------------------|--------------------------------------------------------------|
-//! | `tonic::server::Grpc`                   | `::grpc_stream_codec::tonic::server::Grpc`                   |
-//! | `tonic::server::ClientStreamingService` | `::grpc_stream_codec::tonic::server::ClientStreamingService` |
-//! | `tonic::server::StreamingService`       | `::grpc_stream_codec::tonic::server::StreamingService`       |
-//! | `tonic::Streaming`                      | `::grpc_stream_codec::tonic::Streaming`                      |
-//! | `tonic::codec::Streaming`               | `::grpc_stream_codec::tonic::Streaming`                      |
-//! | `tonic::client::Grpc`                   | `::grpc_stream_codec::tonic::client::Grpc`                   |
-//! | `tonic_prost::ProstCodec`               | `::grpc_stream_codec::tonic::ProstCodec`                     |
+//! | tonic-prost-build 0.14 generates        | rewritten to                                                          |
+//! |-----------------------------------------|-----------------------------------------------------------------------|
+//! | `tonic::server::Grpc`                   | `::grpc_stream_codec::codegen::tonic::server::Grpc`                   |
+//! | `tonic::server::ClientStreamingService` | `::grpc_stream_codec::codegen::tonic::server::ClientStreamingService` |
+//! | `tonic::server::StreamingService`       | `::grpc_stream_codec::codegen::tonic::server::StreamingService`       |
+//! | `tonic::Streaming`                      | `::grpc_stream_codec::tonic::Streaming`                               |
+//! | `tonic::codec::Streaming`               | `::grpc_stream_codec::tonic::Streaming`                               |
+//! | `tonic::client::Grpc`                   | `::grpc_stream_codec::codegen::tonic::client::Grpc`                   |
+//! | `tonic_prost::ProstCodec`               | `::grpc_stream_codec::tonic::ProstCodec`                              |
+//!
+//! `codegen` is the crate's hidden module of what only generated code
+//! names (tonic's API over this crate's framing); the types handlers and
+//! callers name stay in [`tonic`](crate::tonic).
 //!
 //! Paths are matched by whole segments from their start: `tonic::client::GrpcService`,
 //! `tonic::server::UnaryService`, `tonic::server::ServerStreamingService`,
@@ -108,11 +112,11 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::build::{Adapter, HookCall, RewriteError};
 use crate::rewrite;
 
 mod source;
 
-pub use crate::rewrite::{Adapter, Entry, HookCall, RewriteError, SourceError};
 pub use source::{RewrittenSource, rewrite_source};
 
 /// What a rewrite found and changed.
@@ -162,35 +166,22 @@ impl RewriteReport {
     }
 }
 
-/// Rewrites tonic-build's output under `$OUT_DIR`, recursively.
-///
-/// Call it from `build.rs` after tonic-prost-build has written its output
-/// there (no `out_dir` on the builder), and return its error (`?`). On
-/// failure it also prints the error as a `cargo::error=` line, so cargo shows
-/// the fix as the build's first error rather than under "failed to run
-/// custom build command".
-pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    rewrite::run_out_dir(Adapter::Tonic, rewrite)
-}
-
-/// Rewrites tonic-build's output under `dir`, recursively; see the module
-/// docs. Like [`rewrite_out_dir`], it prints its error as a `cargo::error=`
-/// line too.
-///
-/// Each file of tonic-build's output (a service, or prost's `@generated`
-/// header) but those left on tonic's framing also gets the mark
-/// [`include_proto!`](crate::tonic::include_proto) and
-/// [`include_file!`](crate::tonic::include_file) check. Fails with
-/// [`RewriteError::AlreadyRewritten`] when every such file has it already
-/// (nothing was generated in this build before the call). Other files are
-/// not read past their text and never written. Files that need no change
-/// are not written. Nothing is written unless every file passes.
-pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
-    rewrite::run_dir(Adapter::Tonic, dir.as_ref(), rewrite)
-}
+rewrite::entry_points!(Tonic, "tonic-prost-build",
+    out_dir: /// No `out_dir` on the builder: with one, call [`rewrite_dir`].
+    , dir:
+    /// Each file of tonic-build's output (a service, or prost's `@generated`
+    /// header) but those left on tonic's framing also gets the mark
+    /// [`include_proto!`](crate::tonic::include_proto) and
+    /// [`include_file!`](crate::tonic::include_file) check. Fails with
+    /// [`AlreadyRewritten`](crate::build::RewriteError::AlreadyRewritten)
+    /// when every such file has it already (nothing was generated in this
+    /// build before the call). Other files are not read past their text and
+    /// never written. Files that need no change are not written. Nothing is
+    /// written unless every file passes.
+);
 
 fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
-    let files = rewrite::read_sources(dir).map_err(rewrite::io_error)?;
+    let files = rewrite::read_sources(dir)?;
     let places = rewrite::Places::from_env();
     let mut report = RewriteReport::default();
     // Check every file before writing any, so a failed build leaves the
@@ -217,14 +208,10 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             continue;
         }
         report.marked_files += 1;
-        let code = match rewrite::strip_mark(&rewritten.text) {
-            Some(code) => {
-                already_marked += 1;
-                code.to_string()
-            }
-            None => rewritten.text,
-        };
-        changes.push((path.as_path(), text.as_str(), code));
+        let code = rewrite::unmarked(&rewritten.text);
+        // Shorter: it carried a mark, from an earlier run of the hook.
+        already_marked += usize::from(code.len() < rewritten.text.len());
+        changes.push((path.as_path(), text.as_str(), code.to_string()));
     }
     if report.files_with_services == 0 {
         return Err(RewriteError::NothingGenerated {
@@ -238,22 +225,14 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             call,
         });
     }
-    let marked: Vec<PathBuf> = changes
-        .iter()
-        .map(|(path, ..)| path.to_path_buf())
-        .collect();
-    let changes: Vec<(&Path, &str, String)> = changes
-        .into_iter()
-        .map(|(path, old, code)| {
-            let mut new = with_nested_includes(&code, path, &marked, &places);
-            new.push_str(&rewrite::mark(Adapter::Tonic, &places, dir, path));
-            (path, old, new)
-        })
-        .collect();
-    let changes = changes
-        .iter()
-        .map(|(path, old, new)| (*path, *old, new.as_str()));
-    report.files_rewritten = rewrite::write_changed(changes).map_err(rewrite::io_error)?;
+    let marked: Vec<&Path> = changes.iter().map(|(path, ..)| *path).collect();
+    let changes = changes.iter().map(|(path, old, code)| rewrite::Change {
+        path,
+        old,
+        code: with_nested_includes(code, path, &marked, &places),
+        marked: true,
+    });
+    report.files_rewritten = rewrite::write_marked(Adapter::Tonic, dir, &places, changes)?;
     if !foreign.is_empty() {
         rewrite::warn_cargo(&format!(
             "grpc-stream-codec: these services keep tonic's framing, their codec not \
@@ -271,7 +250,7 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
 fn with_nested_includes(
     code: &str,
     path: &Path,
-    marked: &[PathBuf],
+    marked: &[&Path],
     places: &rewrite::Places,
 ) -> String {
     let mut out = String::with_capacity(code.len());

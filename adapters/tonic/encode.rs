@@ -25,6 +25,7 @@ use crate::encode::MessageEncoder;
 /// assert_eq!(batch.message_count(), 2);
 /// assert_eq!(batch.len(), (5 + 3) + (5 + 4)); // prefix + tag, length, bytes
 /// ```
+#[doc(hidden)]
 pub struct ProstMessageEncoder<T>(PhantomData<fn(T)>);
 
 stateless_codec_impls!(ProstMessageEncoder);

@@ -8,8 +8,7 @@ use super::codec::ProstCodec;
 /// A codec that [`server::Grpc`](super::server::Grpc) and
 /// [`client::Grpc`](super::client::Grpc) can run: a tonic codec whose
 /// message types are prost's, which the full framing encodes and decodes itself (with
-/// [`ProstMessageEncoder`](super::ProstMessageEncoder) and
-/// [`ProstMessageDecoder`](super::ProstMessageDecoder)).
+/// `ProstMessageEncoder` and `ProstMessageDecoder`).
 ///
 /// Generated code builds the codec with `Default`; the build hook points it
 /// at [`ProstCodec`]. [`ProstCodecWith`](super::ProstCodecWith) does not

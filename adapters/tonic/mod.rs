@@ -2,8 +2,9 @@
 //!
 //! **Full framing**, the recommended way: [`build::rewrite_out_dir`], run
 //! after tonic-prost-build, rewrites the generated servers and clients onto
-//! [`server::Grpc`], [`client::Grpc`] and [`Streaming`] (tonic's API, this
-//! crate's frame-fed decoder and batching encoder), and [`include_proto!`]
+//! this crate's framing with tonic's API (their handlers and calls take
+//! [`Streaming`]: this crate's frame-fed decoder; responses leave through
+//! its batching encoder), and [`include_proto!`]
 //! (in place of `tonic::include_proto!`) fails the build, naming the fix, if
 //! the hook did not run. No per-stream buffer of tonic's is left, every limit
 //! is checked on the header, and ready messages leave in batches; tonic's
@@ -24,22 +25,21 @@
 // The files, by job (docs/architecture.md lays them beside volo's). The
 // build hook and the include check it pairs with build without tonic:
 pub mod build;
-mod include;
 
 #[doc(inline)]
-pub use include::{include_file, include_proto};
+pub use crate::{__tonic_include_file as include_file, __tonic_include_proto as include_proto};
 
 with_feature! {"tonic",
     // full framing's server and client glue, with tonic's API
-    pub mod client;
-    pub mod server;
+    pub(crate) mod client;
+    pub(crate) mod server;
     // receiving: the message stream handlers and callers read, its decoder,
     // and tonic bodies as the core reads them
     mod body;
-    mod decode;
+    pub(crate) mod decode;
     mod recv;
     // sending: the message encoder and handlers' streams as encoder sources
-    mod encode;
+    pub(crate) mod encode;
     mod send;
     // conversions with tonic: status, compression, metadata
     mod compression;
@@ -49,7 +49,7 @@ with_feature! {"tonic",
     mod budget;
     // codec only (`codec_path`), and the codec type full framing is named by
     mod codec;
-    mod framing_codec;
+    pub(crate) mod framing_codec;
 
     pub use budget::TaggedResponse;
     pub use crate::budget::{ReceiveBudgetLayer, ReceiveBudgetService};
@@ -57,9 +57,7 @@ with_feature! {"tonic",
         BufferConfig, ProstCodec, ProstCodecWith, ProstDecoder, ProstEncoder, TonicDefaults,
     };
     pub use compression::{encoding_from_tonic, encodings_from_tonic};
-    pub use decode::ProstMessageDecoder;
-    pub use encode::ProstMessageEncoder;
-    pub use framing_codec::FramingCodec;
+    use encode::ProstMessageEncoder;
     pub use recv::Streaming;
     pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use tonic::codec::BufferSettings;

@@ -1,6 +1,6 @@
 //! The build-script half of the adapter: rewrites volo-build's output so the
 //! generated `SendEntryMessage` / `RecvEntryMessage` impls (and the handler
-//! signatures) use [`encode`](super) and `RecvStream` from this crate.
+//! signatures) use this crate's encoder and [`RecvStream`](super::RecvStream).
 //!
 //! This module is plain `std`. A `build.rs` gets it without volo-grpc through
 //! the `volo-build-hook` feature:
@@ -26,11 +26,15 @@
 //! What is rewritten, in code only (comments and string literals are left
 //! alone), whatever whitespace rustfmt put around the `::`:
 //!
-//! | volo-build 0.12 generates            | rewritten to                           |
-//! |--------------------------------------|----------------------------------------|
-//! | `::volo_grpc::codec::encode::encode` | `::grpc_stream_codec::volo::encode`     |
-//! | `::volo_grpc::RecvStream`            | `::grpc_stream_codec::volo::RecvStream` |
-//! | `::volo_grpc::client::ClientBuilder` | `::grpc_stream_codec::volo::ClientBuilder` |
+//! | volo-build 0.12 generates            | rewritten to                                 |
+//! |--------------------------------------|----------------------------------------------|
+//! | `::volo_grpc::codec::encode::encode` | `::grpc_stream_codec::codegen::volo::encode` |
+//! | `::volo_grpc::RecvStream`            | `::grpc_stream_codec::volo::RecvStream`      |
+//! | `::volo_grpc::client::ClientBuilder` | `::grpc_stream_codec::volo::ClientBuilder`   |
+//!
+//! `codegen` is the crate's hidden module of what only generated code
+//! names; the types handlers and callers name stay in
+//! [`volo`](crate::volo).
 //!
 //! The second covers `RecvStream::new(..)` in `RecvEntryMessage::from_body`,
 //! the `*Recv` enum variants and the `Request<RecvStream<T>>` argument of
@@ -71,16 +75,15 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use crate::build::{Adapter, HookCall, RewriteError, SourceError};
 use crate::rewrite::{self, Rule, rule};
-
-pub use crate::rewrite::{Adapter, Entry, HookCall, RewriteError, SourceError};
 
 const ENCODE: usize = 0;
 const RECV_STREAM: usize = 1;
 /// The table, indexed by the constants above. volo-build writes every path
 /// with a leading `::`, so only those are matched.
 const RULES: &[Rule] = &[
-    rule!(global volo_grpc::codec::encode::encode => volo::encode),
+    rule!(global volo_grpc::codec::encode::encode => codegen::volo::encode),
     rule!(global volo_grpc::RecvStream => volo::RecvStream),
     // The generated `*ClientBuilder::new`: a client whose transport reads
     // response headers without volo-grpc's panics (`volo::ClientBuilder`).
@@ -112,34 +115,21 @@ pub struct RewriteReport {
     pub skipped_files: Vec<PathBuf>,
 }
 
-/// Rewrites volo-build's output under `$OUT_DIR` (recursively, so the
-/// per-service directories of `split_generated_files(true)` are covered).
-///
-/// Call it from `build.rs` after volo-build has written its output, and
-/// return its error (`?`). On failure it also prints the error as a
-/// `cargo::error=` line, so cargo shows the fix as the build's first error
-/// rather than under "failed to run custom build command".
-pub fn rewrite_out_dir() -> Result<RewriteReport, RewriteError> {
-    rewrite::run_out_dir(Adapter::Volo, rewrite)
-}
-
-/// Rewrites volo-build's output under `dir`, recursively; see the module
-/// docs. Like [`rewrite_out_dir`], it prints its error as a `cargo::error=`
-/// line too.
-///
-/// Each root of the generated output (a file no other file under `dir`
-/// `include!`s, e.g. `volo_gen.rs`) that holds volo-grpc service code also
-/// gets the mark [`include_service!`](crate::volo::include_service) and
-/// [`include_file!`](crate::volo::include_file) check. Files volo-build did
-/// not write are never written ([`RewriteReport::skipped_files`]); files
-/// that need no change are not written, so their modification times stay
-/// as volo-build left them.
-pub fn rewrite_dir(dir: impl AsRef<Path>) -> Result<RewriteReport, RewriteError> {
-    rewrite::run_dir(Adapter::Volo, dir.as_ref(), rewrite)
-}
+rewrite::entry_points!(Volo, "volo-build",
+    out_dir: /// The per-service directories of `split_generated_files(true)` are
+    /// covered.
+    , dir:
+    /// Each root of the generated output (a file no other file under `dir`
+    /// `include!`s, e.g. `volo_gen.rs`) that holds volo-grpc service code
+    /// also gets the mark [`include_service!`](crate::volo::include_service)
+    /// and [`include_file!`](crate::volo::include_file) check. Files
+    /// volo-build did not write are never written
+    /// ([`RewriteReport::skipped_files`]); files that need no change are not
+    /// written, so their modification times stay as volo-build left them.
+);
 
 fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
-    let sources = rewrite::read_sources(dir).map_err(rewrite::io_error)?;
+    let sources = rewrite::read_sources(dir)?;
 
     let mut report = RewriteReport::default();
     let mut files = Vec::with_capacity(sources.len());
@@ -169,7 +159,7 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
             report.skipped_files.push(file.path);
         }
     }
-    let mut files = kept;
+    let files = kept;
     if report.files_with_entry_impls == 0 {
         return Err(RewriteError::NothingGenerated {
             dir: dir.to_path_buf(),
@@ -177,24 +167,16 @@ fn rewrite(dir: &Path, call: HookCall) -> Result<RewriteReport, RewriteError> {
         });
     }
 
-    let places = rewrite::Places::from_env();
-    for root in include_roots(&files) {
-        let file = &mut files[root];
-        let mark = rewrite::mark(Adapter::Volo, &places, dir, &file.path);
-        let text = &file.rewritten.text;
-        let code = rewrite::strip_mark(text).unwrap_or(text);
-        file.rewritten.text = format!("{code}{mark}");
-        report.marked_roots += 1;
-    }
-    let changes = files.iter().map(|file| {
-        let GeneratedFile {
-            path,
-            text,
-            rewritten,
-        } = file;
-        (path.as_path(), text.as_str(), rewritten.text.as_str())
+    let roots = include_roots(&files);
+    let changes = files.iter().enumerate().map(|(i, file)| rewrite::Change {
+        path: &file.path,
+        old: &file.text,
+        code: rewrite::unmarked(&file.rewritten.text).to_string(),
+        marked: roots.contains(&i),
     });
-    report.files_rewritten = rewrite::write_changed(changes).map_err(rewrite::io_error)?;
+    let places = rewrite::Places::from_env();
+    report.marked_roots = roots.len();
+    report.files_rewritten = rewrite::write_marked(Adapter::Volo, dir, &places, changes)?;
     Ok(report)
 }
 
@@ -255,7 +237,7 @@ fn generated_files(files: &[GeneratedFile]) -> Vec<bool> {
 /// Whether `text` is one `pub mod name { .. }` (with the hook's mark
 /// after it once rewritten), as each root file pilota-build writes.
 fn is_generated_root(text: &str) -> bool {
-    let code = rewrite::strip_mark(text).unwrap_or(text).trim();
+    let code = rewrite::unmarked(text).trim();
     let Some(rest) = code.strip_prefix("pub mod ") else {
         return false;
     };
@@ -333,7 +315,7 @@ pub struct RewrittenSource {
 /// let generated = "impl ::volo_grpc::SendEntryMessage for EchoResponseSend { fn into_body(..) { \
 ///     match self { Self::Bidi(s) => { ::volo_grpc::codec::encode::encode(s, compression_encoding) } } } }";
 /// let out = rewrite_source(generated).unwrap();
-/// assert!(out.text.contains("::grpc_stream_codec::volo::encode(s, compression_encoding)"));
+/// assert!(out.text.contains("::grpc_stream_codec::codegen::volo::encode(s, compression_encoding)"));
 /// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
 /// ```
 pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {

@@ -8,7 +8,7 @@
 //! instead of volo-grpc's `send_compressions`/`accept_compressions`: it
 //! writes both headers with gRPC's names into the request metadata (the
 //! transport leaves them alone when volo-grpc has no compression configured),
-//! and tells the adapter's [`encode`](super::encode) and
+//! and tells the adapter's encoder (`encode.rs`) and
 //! [`RecvStream`](super::RecvStream), created by the transport while the
 //! layer polls it, what to compress with and, once the response headers are
 //! in, what the response was compressed with and, for a trailers-only

@@ -21,6 +21,7 @@ use crate::status::Status;
 
 /// Encodes pilota protobuf messages, keeping the fields pilota inserts by
 /// reference (`Bytes` and `FastStr` of 4 KiB and more) as their own nodes.
+#[doc(hidden)]
 pub struct PilotaEncoder<T>(PhantomData<fn(T)>);
 
 stateless_codec_impls!(PilotaEncoder);

@@ -1,6 +1,6 @@
 //! Limits for the code volo-build generates, which
-//! constructs every [`RecvStream`](super::RecvStream) and
-//! [`encode`](super::encode) body itself and so cannot be handed a per-call
+//! constructs every [`RecvStream`](super::RecvStream) and the encoder's
+//! body (`encode.rs`) itself and so cannot be handed a per-call
 //! configuration.
 //!
 //! Three ways to set a stream's limits, the first that applies wins:

@@ -2,11 +2,12 @@
 //! frame-fed decoder inside volo-grpc 0.12 services and clients.
 //!
 //! A build-script hook ([`build::rewrite_out_dir`], after volo-build) points
-//! the generated `SendEntryMessage` / `RecvEntryMessage` impls at [`encode`]
-//! and [`RecvStream`] (volo-grpc's shapes, so handlers of streaming methods
-//! take a `RecvStream<T>` and nothing else changes) and the generated
-//! `*ClientBuilder::new` at [`ClientBuilder`]; [`include_service!`] includes
-//! the output and fails the build, naming the fix, if the hook did not run.
+//! the generated `SendEntryMessage` / `RecvEntryMessage` impls at this
+//! crate's encoder and [`RecvStream`] (volo-grpc's shapes, so handlers of
+//! streaming methods take a `RecvStream<T>` and nothing else changes) and
+//! the generated `*ClientBuilder::new` at [`ClientBuilder`];
+//! [`include_service!`] includes the output and fails the build, naming the
+//! fix, if the hook did not run.
 //! Ready messages leave in batches (up to 32 KiB); each received message's
 //! length is checked against a receive limit (default 4 MiB) before anything
 //! is allocated, and decompression is bounded by it (`resource_exhausted`,
@@ -26,10 +27,9 @@
 // The files, by job (docs/architecture.md lays them beside tonic's). The
 // build hook and the include check it pairs with build without volo-grpc:
 pub mod build;
-mod include;
 
 #[doc(inline)]
-pub use include::{include_file, include_service};
+pub use crate::{__volo_include_file as include_file, __volo_include_service as include_service};
 
 with_feature! {"volo",
     // server and client glue: the server's layers (deflate under gRPC's
@@ -43,10 +43,10 @@ with_feature! {"volo",
     mod server;
     // receiving: the message stream generated code builds, and a body read
     // without the headers
-    mod recv;
+    pub(crate) mod recv;
     mod trailers_only;
     // sending: the encoder generated code calls
-    mod encode;
+    pub(crate) mod encode;
     // conversions with volo-grpc: status, compression, metadata
     mod compression;
     mod call_guard;
@@ -65,11 +65,10 @@ with_feature! {"volo",
     pub use client::ClientBuilder;
     pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
     pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
-    pub use encode::{PilotaEncoder, encode, encode_with_config};
     pub use limits::{LimitsLayer, LimitsService, default_limits, set_default_limits};
     pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
-    pub use recv::{PilotaDecoder, RecvStream};
+    pub use recv::RecvStream;
     pub use server::{DeflateName, DeflateNameLayer};
     pub use status::{code_from_volo, code_to_volo};
 }

@@ -35,6 +35,7 @@ const MARK_START: &str = "\n// Added by grpc_stream_codec::";
 /// How a mark's call starts: by path, or by the bare names a mark may
 /// still carry in a file the hook wrote into earlier (found to be replaced).
 const CALL_STARTS: &[&str] = &[
+    "::grpc_stream_codec::codegen::include_mark!",
     "::grpc_stream_codec::__include_mark!",
     "__grpc_stream_codec_tonic_mark!",
     "__grpc_stream_codec_volo_mark!",
@@ -79,7 +80,7 @@ pub(crate) fn mark(adapter: Adapter, places: &Places, dir: &Path, file: &Path) -
             format!("include_file!({path:?}) from {shown:?}")
         }
     };
-    format!("\n{comment}::grpc_stream_codec::__include_mark!({adapter_name} {call});\n")
+    format!("\n{comment}::grpc_stream_codec::codegen::include_mark!({adapter_name} {call});\n")
 }
 
 /// `text` without the mark at its end, if it has one (of either adapter,
@@ -107,7 +108,7 @@ pub(crate) fn nested_line(file: &Path) -> String {
     let name = file
         .file_name()
         .map_or_else(|| slashed(file), |name| name.to_string_lossy().into_owned());
-    format!("::grpc_stream_codec::__include_nested!({name:?});")
+    format!("::grpc_stream_codec::codegen::include_nested!({name:?});")
 }
 
 /// An `include!` in a generated file, as prost-build writes them in its
@@ -261,7 +262,7 @@ mod tests {
         let tonic = mark(Adapter::Tonic, &places, &out, &out.join("sub/a.v1.rs"));
         assert!(
             tonic.ends_with(
-                "\n::grpc_stream_codec::__include_mark!(tonic include_proto!(\"sub/a.v1\"));\n"
+                "\n::grpc_stream_codec::codegen::include_mark!(tonic include_proto!(\"sub/a.v1\"));\n"
             ),
             "{tonic}"
         );
@@ -336,7 +337,7 @@ mod tests {
         );
         assert_eq!(
             nested_line(&calls[1].target(file, &places)),
-            "::grpc_stream_codec::__include_nested!(\"a.rs\");"
+            "::grpc_stream_codec::codegen::include_nested!(\"a.rs\");"
         );
     }
 }

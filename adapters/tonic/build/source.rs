@@ -2,7 +2,8 @@
 
 use std::path::Path;
 
-use crate::rewrite::{self, Adapter, Rule, SourceError, rule};
+use crate::build::{Adapter, SourceError};
+use crate::rewrite::{self, Rule, rule};
 
 const SERVER_GRPC: usize = 0;
 const CLIENT_STREAMING_SERVICE: usize = 1;
@@ -14,12 +15,12 @@ const PROST_CODEC: usize = 6;
 
 /// The table, indexed by the constants above.
 const RULES: &[Rule] = &[
-    rule!(any tonic::server::Grpc => tonic::server::Grpc),
-    rule!(any tonic::server::ClientStreamingService => tonic::server::ClientStreamingService),
-    rule!(any tonic::server::StreamingService => tonic::server::StreamingService),
+    rule!(any tonic::server::Grpc => codegen::tonic::server::Grpc),
+    rule!(any tonic::server::ClientStreamingService => codegen::tonic::server::ClientStreamingService),
+    rule!(any tonic::server::StreamingService => codegen::tonic::server::StreamingService),
     rule!(any tonic::Streaming => tonic::Streaming),
     rule!(any tonic::codec::Streaming => tonic::Streaming),
-    rule!(any tonic::client::Grpc => tonic::client::Grpc),
+    rule!(any tonic::client::Grpc => codegen::tonic::client::Grpc),
     rule!(any tonic_prost::ProstCodec => tonic::ProstCodec),
 ];
 
@@ -105,7 +106,7 @@ pub struct RewrittenSource {
 /// let generated = "pub mod echo_client { pub struct EchoClient<T> { inner: tonic::client::Grpc<T> } \
 ///     impl<T> EchoClient<T> where T: tonic::client::GrpcService<tonic::body::Body> {} }";
 /// let out = rewrite_source(generated).unwrap();
-/// assert!(out.text.contains("inner: ::grpc_stream_codec::tonic::client::Grpc<T>"));
+/// assert!(out.text.contains("inner: ::grpc_stream_codec::codegen::tonic::client::Grpc<T>"));
 /// assert!(out.text.contains("T: tonic::client::GrpcService<tonic::body::Body>"));
 /// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
 /// ```

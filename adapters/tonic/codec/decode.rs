@@ -19,11 +19,10 @@ use crate::tonic::decode::decode_owned;
 /// message is copied out of tonic's buffer into memory of its own (a cut of
 /// this stream's 8 KiB slab up to [`SMALL_MESSAGE_MAX`], an exact allocation
 /// above) and decoded from there by the same rule as the full framing's
-/// [`ProstMessageDecoder`](crate::tonic::ProstMessageDecoder): in a message above
-/// 4 KiB a `bytes` field (with the `Bytes` config) shares the message's
-/// memory only when it is at least half of it, so a kept field never holds
-/// more than twice its size; a field of a smaller message pins at most one
-/// slab.
+/// decoder: in a message above 4 KiB a `bytes` field (with the `Bytes`
+/// config) shares the message's memory only when it is at least half of
+/// it, so a kept field never holds more than twice its size; a field of a
+/// smaller message pins at most one slab.
 pub struct ProstDecoder<U> {
     buffer_settings: BufferSettings,
     buffers: MessageBuffers,

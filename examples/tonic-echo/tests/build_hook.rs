@@ -13,9 +13,8 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use grpc_stream_codec::tonic::build::{
-    Adapter, RewriteError, RewriteReport, SourceError, rewrite_dir, rewrite_source,
-};
+use grpc_stream_codec::build::{Adapter, RewriteError, SourceError};
+use grpc_stream_codec::tonic::build::{RewriteReport, rewrite_dir, rewrite_source};
 use syn::visit::Visit;
 
 const ALPHA: &str = r#"
@@ -77,15 +76,15 @@ const METHODS: usize = 8;
 const TABLE: &[(&str, &str)] = &[
     (
         "tonic::server::Grpc",
-        "::grpc_stream_codec::tonic::server::Grpc",
+        "::grpc_stream_codec::codegen::tonic::server::Grpc",
     ),
     (
         "tonic::server::ClientStreamingService",
-        "::grpc_stream_codec::tonic::server::ClientStreamingService",
+        "::grpc_stream_codec::codegen::tonic::server::ClientStreamingService",
     ),
     (
         "tonic::server::StreamingService",
-        "::grpc_stream_codec::tonic::server::StreamingService",
+        "::grpc_stream_codec::codegen::tonic::server::StreamingService",
     ),
     ("tonic::Streaming", "::grpc_stream_codec::tonic::Streaming"),
     (
@@ -94,7 +93,7 @@ const TABLE: &[(&str, &str)] = &[
     ),
     (
         "tonic::client::Grpc",
-        "::grpc_stream_codec::tonic::client::Grpc",
+        "::grpc_stream_codec::codegen::tonic::client::Grpc",
     ),
     (
         "tonic_prost::ProstCodec",
@@ -308,16 +307,16 @@ fn assert_report_matches(report: &RewriteReport, checked: &Checked) {
     let ours = |path: &str| count(&checked.after, path);
     assert_eq!(
         report.server_grpc_paths,
-        ours("::grpc_stream_codec::tonic::server::Grpc")
+        ours("::grpc_stream_codec::codegen::tonic::server::Grpc")
     );
     assert_eq!(
         report.client_grpc_paths,
-        ours("::grpc_stream_codec::tonic::client::Grpc")
+        ours("::grpc_stream_codec::codegen::tonic::client::Grpc")
     );
     assert_eq!(
         report.service_trait_paths,
-        ours("::grpc_stream_codec::tonic::server::ClientStreamingService")
-            + ours("::grpc_stream_codec::tonic::server::StreamingService")
+        ours("::grpc_stream_codec::codegen::tonic::server::ClientStreamingService")
+            + ours("::grpc_stream_codec::codegen::tonic::server::StreamingService")
     );
     assert_eq!(
         report.streaming_paths,
@@ -334,7 +333,7 @@ fn assert_report_matches(report: &RewriteReport, checked: &Checked) {
 /// starts: a path into the crate, naming the include macro's call for the
 /// file (`include_file!`, these files being outside `OUT_DIR`), which
 /// checks for it.
-const MARK_CALL: &str = "::grpc_stream_codec::__include_mark!(tonic include_file!(\"";
+const MARK_CALL: &str = "::grpc_stream_codec::codegen::include_mark!(tonic include_file!(\"";
 
 /// Each file without the mark the hook appended (checked to be there,
 /// once, at the end, naming the file).
@@ -484,7 +483,7 @@ fn whitespace_around_colons_in_real_output() {
             assert!(out.server_grpc_paths > 0);
             assert!(
                 out.text
-                    .contains("::grpc_stream_codec::tonic::server::Grpc :: new")
+                    .contains("::grpc_stream_codec::codegen::tonic::server::Grpc :: new")
             );
         }
         assert_eq!(rewrite_source(&out.text).unwrap().text, out.text);
@@ -526,7 +525,7 @@ fn prost_include_file_tells_each_file_it_includes_that_it_is_included() {
     let includes = fs::read_to_string(out.join("_includes.rs")).unwrap();
     let check = |includes: &str| {
         for file in ["alpha.v1.rs", "beta.rs", "gamma.rs"] {
-            let nested = format!("::grpc_stream_codec::__include_nested!(\"{file}\");");
+            let nested = format!("::grpc_stream_codec::codegen::include_nested!(\"{file}\");");
             assert_eq!(includes.matches(&nested).count(), 1, "{includes}");
             let at = includes.find(&nested).unwrap() + nested.len();
             assert!(

@@ -111,7 +111,7 @@ fn keep_keys_full(frames: &Arc<Vec<Bytes>>) -> (Vec<Bytes>, isize) {
                     }
                 },
             );
-            let mut grpc = grpc_stream_codec::tonic::server::Grpc::new(
+            let mut grpc = grpc_stream_codec::codegen::tonic::server::Grpc::new(
                 grpc_stream_codec::tonic::ProstCodec::<Record, Record>::default(),
             );
             let response = grpc

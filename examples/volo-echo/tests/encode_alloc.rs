@@ -51,7 +51,7 @@ fn run(adapter: bool) -> ((usize, usize), Usage) {
     let source = stream::iter(responses());
     measure(move || {
         let frames = if adapter {
-            grpc_stream_codec::volo::encode(source, None)
+            grpc_stream_codec::codegen::volo::encode(source, None)
         } else {
             volo_grpc::codec::encode::encode(source, None)
         };

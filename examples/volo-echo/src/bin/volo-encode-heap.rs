@@ -58,11 +58,11 @@ fn stream(settings: Settings) -> Frames {
         .map(Ok::<_, volo_grpc::Status>);
     match settings.arm {
         Arm::Stock => volo_grpc::codec::encode::encode(source, None),
-        Arm::Batched => grpc_stream_codec::volo::encode_with_config(
+        Arm::Batched => grpc_stream_codec::codegen::volo::encode_with_config(
             source,
             EncodeConfig::new().with_batch_threshold(32 * 1024),
         ),
-        Arm::Unbatched => grpc_stream_codec::volo::encode_with_config(
+        Arm::Unbatched => grpc_stream_codec::codegen::volo::encode_with_config(
             source,
             EncodeConfig::new().with_batch_threshold(0),
         ),

@@ -1,6 +1,7 @@
-//! The build hooks' errors, one type for both adapters: each says what the
-//! hook found in this build and names the function the build script
-//! called, with the adapter's generator in the text.
+//! What both build hooks (`tonic::build`, `volo::build`) return on failure: one error type,
+//! which says what the hook found in this build and names the function the
+//! build script called, with the adapter's generator in the text. Plain
+//! `std`, like the hooks.
 
 use std::fmt;
 use std::io;
