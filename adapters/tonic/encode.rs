@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use linkedbytes::LinkedBytes;
 
-use crate::Status;
+use crate::status::Status;
 use crate::encode::MessageEncoder;
 
 /// Encodes any `prost::Message` into the batch buffer, reporting its exact
