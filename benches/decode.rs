@@ -17,7 +17,11 @@ use grpc_stream_codec::budget::SharedBudget;
 use grpc_stream_codec::compression::Compressor;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::{DEFAULT_MAX_RECEIVE_SIZE, EnvelopeHeader, HEADER_LEN};
-use grpc_stream_codec::{Compression, CompressionEncoding, Limits, Status};
+use grpc_stream_codec::{
+    compression::{Compression, CompressionEncoding},
+    envelope::Limits,
+    status::Status,
+};
 use std::hint::black_box;
 
 const KIB: usize = 1024;

@@ -17,7 +17,10 @@ use criterion::{BenchmarkId, Criterion, Throughput, criterion_group, criterion_m
 use futures_core::Stream;
 use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
 use grpc_stream_codec::envelope::{EnvelopeHeader, HEADER_LEN};
-use grpc_stream_codec::{Compression, CompressionEncoding, Status};
+use grpc_stream_codec::{
+    compression::{Compression, CompressionEncoding},
+    status::Status,
+};
 use http_body::Frame;
 use linkedbytes::{LinkedBytes, Node};
 use std::cell::Cell;

@@ -22,15 +22,15 @@ trait Arm: Sized {
     fn code(&self) -> i32;
 }
 
-impl Arm for grpc_stream_codec::Status {
+impl Arm for grpc_stream_codec::status::Status {
     const NAME: &'static str = "grpc_stream_codec";
 
     fn not_found() -> Self {
-        grpc_stream_codec::Status::new(grpc_stream_codec::Code::NotFound, MESSAGE)
+        grpc_stream_codec::status::Status::new(grpc_stream_codec::status::Code::NotFound, MESSAGE)
     }
 
     fn code(&self) -> i32 {
-        grpc_stream_codec::Status::code(self).as_i32()
+        grpc_stream_codec::status::Status::code(self).as_i32()
     }
 }
 
@@ -102,7 +102,7 @@ fn arm<S: Arm>(group: &mut criterion::BenchmarkGroup<'_, criterion::measurement:
 fn status(c: &mut Criterion) {
     let mut group = c.benchmark_group("status/return_err");
     group.throughput(Throughput::Elements(1));
-    arm::<grpc_stream_codec::Status>(&mut group);
+    arm::<grpc_stream_codec::status::Status>(&mut group);
     arm::<tonic::Status>(&mut group);
     #[cfg(feature = "volo")]
     arm::<volo_grpc::Status>(&mut group);

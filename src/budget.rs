@@ -1,6 +1,6 @@
 //! A receive memory budget shared across streams.
 //!
-//! [`Limits`](crate::Limits) bounds one message; a budget bounds the total
+//! [`Limits`](crate::envelope::Limits) bounds one message; a budget bounds the total
 //! that every decoder sharing it holds for received messages. A stream that
 //! cannot get memory **waits**: it stops polling its body, so HTTP/2 flow
 //! control holds that peer, and resumes as soon as memory is released.

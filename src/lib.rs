@@ -13,7 +13,8 @@
 //!   negotiation and decompression bounded by the receive limit;
 //! - [`budget`]: a receive memory budget shared across streams, with
 //!   HTTP/2 backpressure instead of errors;
-//! - [`status`]: a compact [`Status`] that is cheap to return in `Result`;
+//! - [`status`]: a compact [`status::Status`] that is cheap to return in
+//!   `Result`;
 //! - `observe` (feature `opentelemetry`): gRPC's OpenTelemetry metrics
 //!   (gRFC A66) of the adapters' calls, and a receive budget's figures;
 //! - `tonic` (feature `tonic`, build hook alone: `tonic-build-hook`): full
@@ -112,7 +113,3 @@ pub mod tonic;
 #[cfg(any(feature = "volo", feature = "volo-build-hook"))]
 #[path = "../adapters/volo/mod.rs"]
 pub mod volo;
-
-pub use compression::{Compression, CompressionEncoding};
-pub use envelope::Limits;
-pub use status::{Code, Status};

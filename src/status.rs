@@ -6,7 +6,7 @@
 //! `Status::new(code, "static text")` touches the heap not at all.
 //!
 //! ```
-//! use grpc_stream_codec::{Code, Status};
+//! use grpc_stream_codec::status::{Code, Status};
 //!
 //! fn lookup(id: u32) -> Result<u32, Status> {
 //!     if id == 0 {

@@ -18,7 +18,10 @@ use grpc_stream_codec::compression::{
 };
 use grpc_stream_codec::decode::{BytesDecoder, MessageDecoder, Streaming};
 use grpc_stream_codec::envelope::{DEFAULT_MAX_RECEIVE_SIZE, MAX_TRAILERS_SIZE};
-use grpc_stream_codec::{Code, Limits, Status};
+use grpc_stream_codec::{
+    envelope::Limits,
+    status::{Code, Status},
+};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body::Frame;
 use http_body_util::StreamBody;

@@ -3,10 +3,10 @@
 //! dropped, and the budget costs at most one allocation per message.
 
 use bytes::Bytes;
-use grpc_stream_codec::Limits;
 use grpc_stream_codec::budget::SharedBudget;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::EnvelopeHeader;
+use grpc_stream_codec::envelope::Limits;
 use test_support::alloc::{CountingAlloc, measure};
 
 #[global_allocator]

@@ -12,7 +12,11 @@ use futures_util::{FutureExt, StreamExt, stream};
 use grpc_stream_codec::budget::SharedBudget;
 use grpc_stream_codec::decode::{BytesDecoder, SLAB_SIZE, Streaming};
 use grpc_stream_codec::envelope::EnvelopeHeader;
-use grpc_stream_codec::{Code, Compression, CompressionEncoding, Limits};
+use grpc_stream_codec::{
+    compression::{Compression, CompressionEncoding},
+    envelope::Limits,
+    status::Code,
+};
 use http_body::Frame;
 use http_body_util::StreamBody;
 

@@ -15,7 +15,11 @@ use grpc_stream_codec::compression::Compressor;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
 use grpc_stream_codec::envelope::EnvelopeHeader;
-use grpc_stream_codec::{Compression, CompressionEncoding, Limits, Status};
+use grpc_stream_codec::{
+    compression::{Compression, CompressionEncoding},
+    envelope::Limits,
+    status::Status,
+};
 use linkedbytes::LinkedBytes;
 use test_support::alloc::{Usage, measure};
 

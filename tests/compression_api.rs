@@ -4,8 +4,8 @@
 #![cfg(all(feature = "gzip", feature = "deflate", feature = "zstd"))]
 
 use bytes::{Buf, Bytes, BytesMut};
-use grpc_stream_codec::Code;
 use grpc_stream_codec::compression::*;
+use grpc_stream_codec::status::Code;
 use http::HeaderValue;
 
 const ALL: [CompressionEncoding; 4] = [

@@ -7,10 +7,10 @@
 use std::io::{Read, Write};
 
 use bytes::BytesMut;
-use grpc_stream_codec::Code;
 use grpc_stream_codec::compression::{
     Compression, CompressionEncoding, CompressionLevel, Compressor, Decompressor,
 };
+use grpc_stream_codec::status::Code;
 use test_support::data::sample;
 
 /// The gzip member header this crate writes (RFC 1952: magic, deflate, no

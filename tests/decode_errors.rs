@@ -5,7 +5,10 @@ use bytes::{Bytes, BytesMut};
 use grpc_stream_codec::compression::{Compression, CompressionEncoding};
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::EnvelopeHeader;
-use grpc_stream_codec::{Code, Limits, Status};
+use grpc_stream_codec::{
+    envelope::Limits,
+    status::{Code, Status},
+};
 
 fn message(payload: &[u8]) -> Vec<u8> {
     let mut wire = EnvelopeHeader::message(false, payload.len() as u32)

@@ -4,7 +4,7 @@
 use bytes::Bytes;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler, SLAB_SIZE};
 use grpc_stream_codec::envelope::EnvelopeHeader;
-use grpc_stream_codec::{Code, Limits};
+use grpc_stream_codec::{envelope::Limits, status::Code};
 use test_support::alloc::{CountingAlloc, Usage, measure};
 
 #[global_allocator]

@@ -2,10 +2,10 @@
 //! exactly what was sent.
 
 use bytes::{Bytes, BytesMut};
-use grpc_stream_codec::Limits;
 use grpc_stream_codec::compression::{Compression, CompressionEncoding};
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::EnvelopeHeader;
+use grpc_stream_codec::envelope::Limits;
 use http::HeaderMap;
 use proptest::prelude::*;
 

@@ -10,7 +10,10 @@ use futures_util::{FutureExt, StreamExt, stream};
 use grpc_stream_codec::compression::{Compression, CompressionEncoding};
 use grpc_stream_codec::decode::{BytesDecoder, MessageDecoder, Streaming};
 use grpc_stream_codec::envelope::EnvelopeHeader;
-use grpc_stream_codec::{Code, Limits, Status};
+use grpc_stream_codec::{
+    envelope::Limits,
+    status::{Code, Status},
+};
 use http::{HeaderMap, HeaderValue, StatusCode};
 use http_body::Frame;
 use http_body_util::{Empty, Full, StreamBody};

@@ -5,8 +5,8 @@ use std::task::{Context, Poll, Waker};
 
 use bytes::{BufMut, Bytes};
 use futures_core::Stream;
-use grpc_stream_codec::Status;
 use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
+use grpc_stream_codec::status::Status;
 use linkedbytes::LinkedBytes;
 use test_support::alloc::{CountingAlloc, measure};
 

@@ -17,7 +17,11 @@ use bytes::{BufMut, Bytes};
 use futures_core::Stream;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
-use grpc_stream_codec::{Compression, CompressionEncoding, Limits, Status};
+use grpc_stream_codec::{
+    compression::{Compression, CompressionEncoding},
+    envelope::Limits,
+    status::Status,
+};
 use http_body_util::BodyExt;
 use linkedbytes::LinkedBytes;
 use tokio::net::{TcpListener, TcpStream};

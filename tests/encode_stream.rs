@@ -11,7 +11,10 @@ use grpc_stream_codec::compression::decompress;
 use grpc_stream_codec::encode::{
     EncodeBody, EncodeConfig, EncodeStream, EncodedBatch, MessageEncoder,
 };
-use grpc_stream_codec::{Code, Compression, CompressionEncoding, Status};
+use grpc_stream_codec::{
+    compression::{Compression, CompressionEncoding},
+    status::{Code, Status},
+};
 use http_body::Body;
 use linkedbytes::LinkedBytes;
 use proptest::prelude::*;

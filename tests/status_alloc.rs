@@ -1,6 +1,6 @@
 //! Allocation behaviour of `Status`, measured with a counting allocator.
 
-use grpc_stream_codec::{Code, Status};
+use grpc_stream_codec::status::{Code, Status};
 use http::{HeaderMap, HeaderValue};
 use test_support::alloc::{CountingAlloc, measure};
 

@@ -9,8 +9,8 @@ use std::sync::{Arc, Mutex};
 
 use bytes::{Buf, Bytes};
 use futures_util::{StreamExt, stream};
-use grpc_stream_codec::Limits;
 use grpc_stream_codec::codegen::volo::encode;
+use grpc_stream_codec::envelope::Limits;
 use grpc_stream_codec::volo::{ClientCompressionLayer, RecvStream};
 use http_body::Frame;
 use motore::layer::Layer;
@@ -161,7 +161,7 @@ async fn a_config_less_gzip_compresses() {
         );
         let mut plain = Vec::new();
         grpc_stream_codec::compression::decompress(
-            grpc_stream_codec::CompressionEncoding::Gzip,
+            grpc_stream_codec::compression::CompressionEncoding::Gzip,
             &mut &compressed[..],
             &mut plain,
             usize::MAX,
@@ -355,9 +355,11 @@ fn deflated(blob: &Blob) -> Bytes {
         blob.encode_to_vec(&mut ctx)
     };
     let mut compressed = Vec::new();
-    grpc_stream_codec::Compression::new(grpc_stream_codec::CompressionEncoding::Deflate)
-        .compress(&mut &payload[..], &mut compressed)
-        .unwrap();
+    grpc_stream_codec::compression::Compression::new(
+        grpc_stream_codec::compression::CompressionEncoding::Deflate,
+    )
+    .compress(&mut &payload[..], &mut compressed)
+    .unwrap();
     let mut wire = vec![1];
     wire.extend_from_slice(&(compressed.len() as u32).to_be_bytes());
     wire.extend_from_slice(&compressed);
@@ -445,7 +447,7 @@ async fn encode_inside_a_client_compression_call_uses_its_compression() {
     assert_eq!(sent[0].0, 1, "compressed flag");
     let mut inflated = Vec::new();
     grpc_stream_codec::compression::decompress(
-        grpc_stream_codec::CompressionEncoding::Deflate,
+        grpc_stream_codec::compression::CompressionEncoding::Deflate,
         &mut &sent[0].1[..],
         &mut inflated,
         1 << 20,
@@ -576,8 +578,8 @@ async fn a_trailers_only_ok_through_the_layer_is_an_empty_stream() {
 /// it) is that status: code, message, details, metadata.
 #[tokio::test]
 async fn a_trailers_only_error_through_the_layer_is_that_status() {
-    let mut error = grpc_stream_codec::Status::new(
-        grpc_stream_codec::Code::FailedPrecondition,
+    let mut error = grpc_stream_codec::status::Status::new(
+        grpc_stream_codec::status::Code::FailedPrecondition,
         "not now: 100%",
     )
     .with_details(Bytes::from_static(b"\x08\x09"));

@@ -6,7 +6,7 @@ use http_body::Body;
 use http_body_util::BodyExt;
 use tonic::codegen::StdError;
 
-use crate::Status;
+use crate::status::Status;
 
 /// `body` with `Bytes` data and [`Status`] errors. tonic's servers and
 /// clients name bodies with any `Buf` data; for `Bytes` (what hyper and

@@ -57,7 +57,7 @@ impl Drop for Probe {
 }
 
 /// Logged the first time a call through a layer is not counted.
-const UNCOUNTED: &str = "grpc_stream_codec::tonic::ReceiveBudgetLayer: a call went through the \
+const UNCOUNTED: &str = "grpc_stream_codec::budget::ReceiveBudgetLayer (tonic): a call went through the \
     layer but its messages were not counted: the service or client it reached does not use \
     grpc-stream-codec's full framing (stock tonic, the codec-only path, tonic-health, ...), so \
     the receive budget does not bound it. Generate the service and client with the tonic build \

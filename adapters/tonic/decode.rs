@@ -5,7 +5,7 @@ use std::marker::PhantomData;
 use bytes::{Buf, Bytes};
 use prost::Message;
 
-use crate::Status;
+use crate::status::Status;
 use crate::decode::{MessageDecoder, SMALL_MESSAGE_MAX};
 
 /// Decodes prost messages from the buffers the core's assembler hands out.
@@ -132,7 +132,7 @@ mod tests {
         let status = ProstMessageDecoder::<Fields>::new()
             .decode(Bytes::from_static(&[0x0a, 0x05, 1]))
             .unwrap_err();
-        assert_eq!(status.code(), crate::Code::Internal);
+        assert_eq!(status.code(), crate::status::Code::Internal);
         assert!(!status.message().is_empty(), "prost's text");
     }
 }

@@ -7,7 +7,7 @@ use std::marker::PhantomData;
 
 use linkedbytes::LinkedBytes;
 
-use crate::Status;
+use crate::status::Status;
 use crate::encode::MessageEncoder;
 
 /// Encodes any `prost::Message` into the batch buffer, reporting its exact
@@ -16,7 +16,7 @@ use crate::encode::MessageEncoder;
 /// ```
 /// use futures_util::{FutureExt, StreamExt};
 /// use grpc_stream_codec::encode::{EncodeConfig, EncodeStream};
-/// use grpc_stream_codec::tonic::ProstMessageEncoder;
+/// use grpc_stream_codec::codegen::tonic::ProstMessageEncoder;
 ///
 /// let messages = futures_util::stream::iter(["a".to_string(), "bc".to_string()].map(Ok));
 /// let mut batches = EncodeStream::new(messages, ProstMessageEncoder::default(), EncodeConfig::default());

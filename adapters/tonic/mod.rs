@@ -17,7 +17,7 @@
 //! decoded message never points into tonic's read buffer (see
 //! [`ProstDecoder`]).
 //!
-//! Both convert between this crate's [`Status`](crate::Status) and
+//! Both convert between this crate's [`Status`](crate::status::Status) and
 //! [`tonic::Status`]. The repository's `docs/tonic.md` has both set-ups
 //! (compiled in `examples/readme-tonic-full` and `examples/readme-tonic`),
 //! what each changes and its limits.
@@ -52,13 +52,11 @@ with_feature! {"tonic",
     pub(crate) mod framing_codec;
 
     pub use budget::TaggedResponse;
-    pub use crate::budget::{ReceiveBudgetLayer, ReceiveBudgetService};
     pub use codec::{
         BufferConfig, ProstCodec, ProstCodecWith, ProstDecoder, ProstEncoder, TonicDefaults,
     };
     pub use compression::{encoding_from_tonic, encodings_from_tonic};
     use encode::ProstMessageEncoder;
     pub use recv::Streaming;
-    pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use tonic::codec::BufferSettings;
 }

@@ -98,7 +98,7 @@ impl<T: Message + Default> Streaming<T> {
 
     /// Counts this stream's received messages against `budget` (see
     /// [`crate::budget`]) instead of the one a
-    /// [`ReceiveBudgetLayer`](super::ReceiveBudgetLayer) attached. Call it
+    /// [`ReceiveBudgetLayer`](crate::budget::ReceiveBudgetLayer) attached. Call it
     /// before reading: it applies to messages not yet started.
     pub fn with_budget(self, budget: impl Into<Budget>) -> Self {
         let budget = budget.into();

@@ -6,7 +6,7 @@ use std::task::{Context, Poll, ready};
 use futures_core::Stream;
 use pin_project_lite::pin_project;
 
-use crate::Status;
+use crate::status::Status;
 
 pin_project! {
     /// A handler's response stream, its errors converted to this crate's

@@ -35,7 +35,7 @@ struct Scope {
 }
 
 /// Logged the first time a call through a layer is not counted.
-const UNCOUNTED: &str = "grpc_stream_codec::volo::ReceiveBudgetLayer: a call went through the \
+const UNCOUNTED: &str = "grpc_stream_codec::budget::ReceiveBudgetLayer (volo): a call went through the \
     layer but no stream of grpc-stream-codec took its budget: the service or client it wraps \
     decodes with volo-grpc's own RecvStream (the build hook did not rewrite it), or the layer \
     is not where the streams are made (a server needs layer_front, a client layer_inner), so \

@@ -293,6 +293,9 @@ fn include_roots(files: &[GeneratedFile]) -> Vec<usize> {
 }
 
 /// One file's text after the rewrite.
+// Hidden, with `rewrite_source`: for the hook's tests; build scripts call
+// the entry points.
+#[doc(hidden)]
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RewrittenSource {
     /// The new text (equal to the input when nothing needed changing).
@@ -318,6 +321,7 @@ pub struct RewrittenSource {
 /// assert!(out.text.contains("::grpc_stream_codec::codegen::volo::encode(s, compression_encoding)"));
 /// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
 /// ```
+#[doc(hidden)]
 pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
     let rewritten = rewrite::rewrite(text, RULES);
     let count = |rule| rewritten.hits.iter().filter(|h| h.rule == rule).count();

@@ -63,7 +63,7 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
 /// than the send limit ([`set_default_limits`](super::set_default_limits) or
 /// a [`LimitsLayer`](super::LimitsLayer), unlimited by default) end the
 /// stream with `resource_exhausted`. The
-/// threshold is [`set_default_batch_threshold`](super::set_default_batch_threshold)'s.
+/// threshold is [`set_default_batch_threshold`](crate::encode::set_default_batch_threshold)'s.
 ///
 /// A source error ends the body with that status in the trailers, after the
 /// messages before it.

@@ -36,7 +36,7 @@ static MAX_SEND: AtomicUsize = AtomicUsize::new(usize::MAX);
 /// reading from it.
 ///
 /// ```
-/// use grpc_stream_codec::Limits;
+/// use grpc_stream_codec::envelope::Limits;
 /// use grpc_stream_codec::volo::{default_limits, set_default_limits};
 ///
 /// set_default_limits(Limits::new().with_max_receive(16 << 20));
@@ -71,7 +71,7 @@ pub(super) fn limits_for_new_stream() -> Limits {
 /// server with a limit of its own:
 ///
 /// ```no_run
-/// use grpc_stream_codec::Limits;
+/// use grpc_stream_codec::envelope::Limits;
 /// use grpc_stream_codec::volo::{ClientCompressionLayer, LimitsLayer};
 ///
 /// let small = LimitsLayer::new(Limits::new().with_max_receive(64 << 10));

@@ -14,8 +14,9 @@
 //! never an abort).
 //!
 //! Optional layers: [`LimitsLayer`] (per server or client limits; process
-//! defaults: [`set_default_limits`], [`set_default_batch_threshold`]),
-//! [`ReceiveBudgetLayer`] (a receive budget, [`crate::budget`]),
+//! defaults: [`set_default_limits`],
+//! [`set_default_batch_threshold`](crate::encode::set_default_batch_threshold)),
+//! [`ReceiveBudgetLayer`](crate::budget::ReceiveBudgetLayer) (a receive budget),
 //! [`BinaryMetadataLayer`] (a server: `-bin` request metadata, which
 //! volo-grpc 0.12.2's own scan panics on), [`DeflateNameLayer`] (a server)
 //! and [`ClientCompressionLayer`] (a client): deflate under gRPC's name, not
@@ -61,12 +62,10 @@ with_feature! {"volo",
     mod service;
 
     pub use budget::{default_budget, set_default_budget};
-    pub use crate::budget::{ReceiveBudgetLayer, ReceiveBudgetService};
     pub use client::ClientBuilder;
     pub use client_compression::{ClientCompressionLayer, ClientCompressionService};
     pub use compression::{compression_from_volo, encoding_from_volo, encoding_to_volo};
     pub use limits::{LimitsLayer, LimitsService, default_limits, set_default_limits};
-    pub use crate::encode::{default_batch_threshold, set_default_batch_threshold};
     pub use metadata::{BinaryMetadata, BinaryMetadataLayer, BinaryMetadataService};
     pub use recv::RecvStream;
     pub use server::{DeflateName, DeflateNameLayer};

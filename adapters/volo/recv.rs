@@ -170,7 +170,7 @@ impl<T: Message + Default> RecvStream<T> {
     }
 
     /// Counts this stream's received messages against `budget` instead of
-    /// the one from a [`ReceiveBudgetLayer`](super::ReceiveBudgetLayer) or
+    /// the one from a [`ReceiveBudgetLayer`](crate::budget::ReceiveBudgetLayer) or
     /// [`set_default_budget`](super::set_default_budget). Call it before
     /// reading.
     pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {

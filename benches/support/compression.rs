@@ -24,7 +24,7 @@
 use std::io;
 
 use bytes::{Buf, BufMut, Bytes, BytesMut};
-use grpc_stream_codec::CompressionEncoding;
+use grpc_stream_codec::compression::CompressionEncoding;
 
 /// tonic's `DEFAULT_CODEC_BUFFER_SIZE`, its growth step for compressed
 /// output.

@@ -46,7 +46,7 @@ pub fn drain_ready<S: Stream + Unpin>(stream: &mut S, mut f: impl FnMut(S::Item)
 /// A long-lived stream handed a burst of ready messages per iteration, so
 /// its per-stream state (batch buffer, compression contexts) is in steady
 /// state after the first.
-pub type Burst<T> = test_support::burst::Burst<T, grpc_stream_codec::Status>;
+pub type Burst<T> = test_support::burst::Burst<T, grpc_stream_codec::status::Status>;
 
 /// Polls `stream` until it returns `Pending`, handing each item to `f`.
 pub fn drain_burst<S: Stream + Unpin>(stream: &mut S, mut f: impl FnMut(S::Item)) {

@@ -17,7 +17,7 @@ use bytes::Bytes;
 use grpc_stream_codec::compression::{CompressionEncoding, decompress};
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
 use grpc_stream_codec::envelope::MAX_TRAILERS_SIZE;
-use grpc_stream_codec::{Code, Limits, Status};
+use grpc_stream_codec::{envelope::Limits, status::{Code, Status}};
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 

@@ -2,7 +2,7 @@
 //! borrowed and owned readers agree, and what a status writes it reads back.
 #![no_main]
 
-use grpc_stream_codec::Status;
+use grpc_stream_codec::status::Status;
 use http::{HeaderMap, HeaderName, HeaderValue};
 use libfuzzer_sys::fuzz_target;
 

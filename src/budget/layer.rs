@@ -9,7 +9,7 @@ use super::Budget;
 /// A layer that gives every stream received under it a receive budget:
 /// request streams on a server, response streams on a client. It is a
 /// `tower` layer with the `tonic` feature and a `motore` layer with the
-/// `volo` feature; both adapters re-export it.
+/// `volo` feature; both frameworks name it here.
 ///
 /// ```no_run
 /// use grpc_stream_codec::budget::{ReceiveBudgetLayer, SharedBudget};

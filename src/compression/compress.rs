@@ -36,7 +36,7 @@ use crate::status::Status;
 /// ```
 /// use bytes::BytesMut;
 /// use grpc_stream_codec::compression::{Compressor, Decompressor};
-/// use grpc_stream_codec::{Compression, CompressionEncoding};
+/// use grpc_stream_codec::compression::{Compression, CompressionEncoding};
 ///
 /// let mut compressor = Compressor::new(Compression::new(CompressionEncoding::Gzip));
 /// let mut decompressor = Decompressor::new(CompressionEncoding::Gzip);
@@ -47,7 +47,7 @@ use crate::status::Status;
 ///     decompressor.decompress(&wire, &mut plain, 1024)?;
 ///     assert_eq!(plain, text);
 /// }
-/// # Ok::<(), grpc_stream_codec::Status>(())
+/// # Ok::<(), grpc_stream_codec::status::Status>(())
 /// ```
 pub struct Compressor {
     compression: Compression,

@@ -51,7 +51,7 @@ pub enum Decoded {
 /// ```
 /// use bytes::{Buf, Bytes};
 /// use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
-/// use grpc_stream_codec::Limits;
+/// use grpc_stream_codec::envelope::Limits;
 ///
 /// let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
 /// // Two messages, "hi" and "there", split across frames at odd places.
@@ -68,7 +68,7 @@ pub enum Decoded {
 /// // The body has ended: an envelope cut short would be an error here.
 /// assembler.finish()?;
 /// assert_eq!(messages, ["hi", "there"]);
-/// # Ok::<(), grpc_stream_codec::Status>(())
+/// # Ok::<(), grpc_stream_codec::status::Status>(())
 /// ```
 #[derive(Debug)]
 pub struct EnvelopeAssembler {

@@ -83,7 +83,7 @@ enum Role {
 /// use http_body_util::Full;
 ///
 /// # #[tokio::main(flavor = "current_thread")]
-/// # async fn main() -> Result<(), grpc_stream_codec::Status> {
+/// # async fn main() -> Result<(), grpc_stream_codec::status::Status> {
 /// // A request body with one message, "hi".
 /// let body = Full::new(Bytes::from_static(b"\0\0\0\0\x02hi"));
 /// let mut stream = Streaming::new_request(body, BytesDecoder, None);
@@ -195,7 +195,7 @@ impl<D: MessageDecoder> Streaming<D> {
     /// use http_body_util::Full;
     ///
     /// # #[tokio::main(flavor = "current_thread")]
-    /// # async fn main() -> Result<(), grpc_stream_codec::Status> {
+    /// # async fn main() -> Result<(), grpc_stream_codec::status::Status> {
     /// let budget = SharedBudget::new(1 << 20);
     /// let mut wire = vec![0, 0, 0, 0x40, 0]; // one 16 KiB message
     /// wire.resize(5 + 16 * 1024, 7);

@@ -39,7 +39,7 @@ pin_project! {
     /// ```
     /// use bytes::BufMut;
     /// use futures_util::stream;
-    /// use grpc_stream_codec::Status;
+    /// use grpc_stream_codec::status::Status;
     /// use grpc_stream_codec::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
     /// use http_body_util::BodyExt;
     /// use linkedbytes::LinkedBytes;

@@ -46,7 +46,7 @@ pub const FRAME_SIZE: usize = 16 * 1024;
 ///
 /// ```
 /// use grpc_stream_codec::encode::EncodeConfig;
-/// use grpc_stream_codec::{Compression, CompressionEncoding, Limits};
+/// use grpc_stream_codec::{compression::{Compression, CompressionEncoding}, envelope::Limits};
 ///
 /// let config = EncodeConfig::new()
 ///     .with_batch_threshold(64 * 1024)

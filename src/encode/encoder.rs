@@ -14,7 +14,7 @@ use crate::status::Status;
 ///
 /// ```
 /// use bytes::{BufMut, Bytes};
-/// use grpc_stream_codec::Status;
+/// use grpc_stream_codec::status::Status;
 /// use grpc_stream_codec::encode::MessageEncoder;
 /// use linkedbytes::LinkedBytes;
 ///

@@ -44,7 +44,7 @@ pin_project! {
     /// ```
     /// use bytes::{BufMut, Bytes};
     /// use futures_util::{StreamExt, stream};
-    /// use grpc_stream_codec::Status;
+    /// use grpc_stream_codec::status::Status;
     /// use grpc_stream_codec::encode::{EncodeConfig, EncodeStream, MessageEncoder};
     /// use linkedbytes::LinkedBytes;
     ///

@@ -49,8 +49,7 @@ async fn tonic_full_framing_server_and_client_count_against_one_budget() {
         .connect_lazy();
 
     // snippet tonic
-    use grpc_stream_codec::budget::SharedBudget;
-    use grpc_stream_codec::tonic::ReceiveBudgetLayer;
+    use grpc_stream_codec::budget::{ReceiveBudgetLayer, SharedBudget};
 
     let budget = SharedBudget::new(256 << 20); // clones share it
     let windows = budget.http2_windows(64); // the most streams per connection
@@ -114,8 +113,7 @@ async fn volo_adapter_server_and_client_count_against_one_budget() {
     let (listener, addr) = listener().await;
 
     // snippet volo
-    use grpc_stream_codec::budget::SharedBudget;
-    use grpc_stream_codec::volo::ReceiveBudgetLayer;
+    use grpc_stream_codec::budget::{ReceiveBudgetLayer, SharedBudget};
 
     let budget = SharedBudget::new(256 << 20); // clones share it
     let windows = budget.http2_windows(64); // the most streams per connection

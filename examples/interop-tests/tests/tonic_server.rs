@@ -75,7 +75,11 @@ async fn stock_volo_client_deflate_is_zlib_and_refused() {
 /// Converts the client's status into this crate's, so one check serves
 /// both stacks.
 fn assert_failed_after_k(what: &str, received: u32, status: Option<volo_grpc::Status>) {
-    common::assert_failed_after_k(what, received, status.map(grpc_stream_codec::Status::from));
+    common::assert_failed_after_k(
+        what,
+        received,
+        status.map(grpc_stream_codec::status::Status::from),
+    );
 }
 
 /// `x-fail-after: k`: the tonic server sends k messages then `aborted` with

@@ -77,7 +77,11 @@ async fn drain(
 /// Converts the client's status into this crate's, so one check serves
 /// both stacks.
 fn assert_failed_after_k(what: &str, received: u32, status: Option<tonic::Status>) {
-    common::assert_failed_after_k(what, received, status.map(grpc_stream_codec::Status::from));
+    common::assert_failed_after_k(
+        what,
+        received,
+        status.map(grpc_stream_codec::status::Status::from),
+    );
 }
 
 fn requests() -> impl tokio_stream::Stream<Item = EchoRequest> + Send + 'static {

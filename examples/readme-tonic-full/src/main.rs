@@ -86,7 +86,7 @@ async fn serve(
     budget: grpc_stream_codec::budget::SharedBudget,
 ) -> Result<(), tonic::transport::Error> {
     // snippet server
-    use grpc_stream_codec::tonic::ReceiveBudgetLayer;
+    use grpc_stream_codec::budget::ReceiveBudgetLayer;
     use tonic::codec::CompressionEncoding;
     use tonic::transport::Server;
 

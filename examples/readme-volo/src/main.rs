@@ -85,10 +85,9 @@ async fn serve(
     budget: grpc_stream_codec::budget::SharedBudget,
 ) -> Result<(), volo_grpc::BoxError> {
     // snippet server
-    use grpc_stream_codec::Limits;
-    use grpc_stream_codec::volo::{
-        BinaryMetadataLayer, DeflateNameLayer, LimitsLayer, ReceiveBudgetLayer,
-    };
+    use grpc_stream_codec::budget::ReceiveBudgetLayer;
+    use grpc_stream_codec::envelope::Limits;
+    use grpc_stream_codec::volo::{BinaryMetadataLayer, DeflateNameLayer, LimitsLayer};
     use volo_grpc::codec::compression::CompressionEncoding;
     use volo_grpc::server::{Server, ServiceBuilder};
 
@@ -121,7 +120,7 @@ async fn serve(
 /// A client of the server at `addr`.
 fn client(addr: SocketAddr) -> EchoClient {
     // snippet client
-    use grpc_stream_codec::Limits;
+    use grpc_stream_codec::envelope::Limits;
     use grpc_stream_codec::volo::LimitsLayer;
     use volo_grpc::codec::compression::CompressionEncoding;
 

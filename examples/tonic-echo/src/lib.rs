@@ -100,7 +100,7 @@ pub struct ServeOptions {
     /// With the full framing: the soft batch threshold of every response in
     /// bytes (0: one message per batch); `None` keeps the 32 KiB default.
     /// Process-wide, through
-    /// [`set_default_batch_threshold`](grpc_stream_codec::tonic::set_default_batch_threshold).
+    /// [`set_default_batch_threshold`](grpc_stream_codec::encode::set_default_batch_threshold).
     pub batch_threshold: Option<usize>,
     /// The HTTP/2 connection window; `None` keeps hyper's (1 MiB).
     pub connection_window: Option<u32>,
@@ -126,7 +126,7 @@ pub async fn serve_with(
         })
     });
     if let Some(threshold) = options.batch_threshold {
-        grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
+        grpc_stream_codec::encode::set_default_batch_threshold(threshold);
     }
     let mut builder = Server::builder().initial_connection_window_size(options.connection_window);
     let router = if options.stock {
@@ -156,7 +156,7 @@ pub async fn serve_with(
 /// HTTP/2: gRPC-Web requests (`application/grpc-web`, `+proto`, `-text`)
 /// are translated to gRPC and back, gRPC ones pass through. The batch
 /// threshold is the process-wide default
-/// ([`set_default_batch_threshold`](grpc_stream_codec::tonic::set_default_batch_threshold)).
+/// ([`set_default_batch_threshold`](grpc_stream_codec::encode::set_default_batch_threshold)).
 pub async fn serve_grpc_web(listener: TcpListener) -> Result<(), tonic::transport::Error> {
     // As in `serve_with`: tonic sets TCP_NODELAY only on sockets it accepts.
     let incoming = TcpListenerStream::new(listener).map(|accepted| {
@@ -185,7 +185,7 @@ pub const BUDGET_STREAMS_PER_CONNECTION: u32 = 64;
 
 /// Serves the Echo service with grpc-stream-codec's full framing on
 /// `listener`, every request stream counted against `budget`
-/// (`grpc_stream_codec::tonic::ReceiveBudgetLayer`), with the HTTP/2 windows
+/// (`grpc_stream_codec::budget::ReceiveBudgetLayer`), with the HTTP/2 windows
 /// and stream limit `budget.http2_windows(BUDGET_STREAMS_PER_CONNECTION)`
 /// gives: a stream waiting for the budget leaves up to its stream window
 /// unread, which counts against its connection's window too, and the
@@ -224,7 +224,7 @@ pub async fn serve_full_on_windows(
     match budget {
         Some(budget) => {
             builder
-                .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(budget))
+                .layer(grpc_stream_codec::budget::ReceiveBudgetLayer::new(budget))
                 .add_service(server)
                 .serve_with_incoming(incoming)
                 .await

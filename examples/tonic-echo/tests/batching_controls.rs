@@ -1,7 +1,7 @@
 //! The controls the batched-versus-unbatched benchmark relies on, seen on
 //! the wire by a raw HTTP/2 client: the full framing's process-wide batch
 //! threshold (`ServeOptions::batch_threshold`, through
-//! `grpc_stream_codec::tonic::set_default_batch_threshold`) and the
+//! `grpc_stream_codec::encode::set_default_batch_threshold`) and the
 //! `x-pace-micros` request metadata of the example service.
 //!
 //! One test in its own binary: the threshold is process-wide, so no other
@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use grpc_stream_codec::encode::DEFAULT_BATCH_THRESHOLD;
-use grpc_stream_codec::tonic::{default_batch_threshold, set_default_batch_threshold};
+use grpc_stream_codec::encode::{default_batch_threshold, set_default_batch_threshold};
 use raw::{SERVER_STREAM, connect, grpc_request, message};
 use tonic_echo::adapter::EchoRequest;
 use tonic_echo::{Framing, PACE_MICROS, ServeOptions};

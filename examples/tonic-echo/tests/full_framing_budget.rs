@@ -34,7 +34,7 @@ async fn a_client_counts_held_response_messages_until_dropped() {
         .await
         .unwrap();
     let channel = tower::ServiceBuilder::new()
-        .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(
+        .layer(grpc_stream_codec::budget::ReceiveBudgetLayer::new(
             budget.clone(),
         ))
         .service(channel);
@@ -173,7 +173,7 @@ async fn keeping_uploads(encoding: tonic::codec::CompressionEncoding) -> BudgetS
             .initial_stream_window_size(windows.stream)
             .initial_connection_window_size(windows.connection)
             .max_concurrent_streams(windows.max_concurrent_streams)
-            .layer(grpc_stream_codec::tonic::ReceiveBudgetLayer::new(
+            .layer(grpc_stream_codec::budget::ReceiveBudgetLayer::new(
                 budget.clone(),
             ))
             .add_service(service)
@@ -261,7 +261,7 @@ async fn compressed_uploads_that_keep_messages_stay_within_the_bound() {
 /// counts every call and reports none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_layer_on_stock_framing_is_not_silent() {
-    use grpc_stream_codec::tonic::ReceiveBudgetLayer;
+    use grpc_stream_codec::budget::ReceiveBudgetLayer;
 
     for stock in [true, false] {
         let budget = SharedBudget::new(16 << 20);

@@ -276,8 +276,11 @@ fn status_conversions_move_metadata_instead_of_copying_it() {
     };
     assert!(copy_cost >= 2, "a copy of the metadata allocates");
 
-    let ours = grpc_stream_codec::Status::new(grpc_stream_codec::Code::Aborted, String::from("m"))
-        .with_metadata(metadata());
+    let ours = grpc_stream_codec::status::Status::new(
+        grpc_stream_codec::status::Code::Aborted,
+        String::from("m"),
+    )
+    .with_metadata(metadata());
     let (theirs, usage) = measure(|| tonic::Status::from(ours));
     eprintln!("ours -> tonic: {} allocations", usage.allocations);
     // tonic boxes its status: that one allocation, and nothing for the owned
@@ -285,7 +288,7 @@ fn status_conversions_move_metadata_instead_of_copying_it() {
     assert!(usage.allocations <= 1, "{usage:?}");
     assert_eq!(theirs.metadata().len(), 8);
 
-    let (back, usage) = measure(|| grpc_stream_codec::Status::from(theirs));
+    let (back, usage) = measure(|| grpc_stream_codec::status::Status::from(theirs));
     eprintln!("tonic -> ours: {} allocations", usage.allocations);
     // The message (lent by tonic) and the boxed optional part; no metadata copy.
     assert!(usage.allocations <= 2, "{usage:?}");

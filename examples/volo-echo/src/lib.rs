@@ -736,7 +736,7 @@ pub mod adapter {
         match budget {
             Some(budget) => {
                 server
-                    .layer_front(grpc_stream_codec::volo::ReceiveBudgetLayer::new(budget))
+                    .layer_front(grpc_stream_codec::budget::ReceiveBudgetLayer::new(budget))
                     .add_service(codec)
                     .run(incoming)
                     .await

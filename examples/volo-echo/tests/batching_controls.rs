@@ -1,6 +1,6 @@
 //! The controls the batched-versus-unbatched benchmark relies on, seen on
 //! the wire by a raw HTTP/2 client: the process-wide batch threshold
-//! (`grpc_stream_codec::volo::set_default_batch_threshold`) and the
+//! (`grpc_stream_codec::encode::set_default_batch_threshold`) and the
 //! `x-pace-micros` request metadata of the example service.
 //!
 //! One test in its own binary: the threshold is process-wide, so no other
@@ -11,7 +11,7 @@ mod support;
 use std::time::{Duration, Instant};
 
 use grpc_stream_codec::encode::DEFAULT_BATCH_THRESHOLD;
-use grpc_stream_codec::volo::{default_batch_threshold, set_default_batch_threshold};
+use grpc_stream_codec::encode::{default_batch_threshold, set_default_batch_threshold};
 use support::{Flavour, envelope, raw_call, server_stream_request, start, uncompressed_payloads};
 use volo_echo::{EchoService, PACE_MICROS};
 

@@ -189,7 +189,7 @@ async fn a_client_counts_its_response_streams_against_its_layers_budget() {
     let budget = SharedBudget::new(16 << 20);
     let client = volo_echo::adapter::EchoClientBuilder::new("echo")
         .address(server.addr)
-        .layer_inner(grpc_stream_codec::volo::ReceiveBudgetLayer::new(
+        .layer_inner(grpc_stream_codec::budget::ReceiveBudgetLayer::new(
             budget.clone(),
         ))
         .build();
@@ -227,7 +227,7 @@ async fn a_client_counts_its_response_streams_against_its_layers_budget() {
 /// nothing in silence. Around the adapter it counts and reports none.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_budget_layer_on_stock_volo_is_not_silent() {
-    use grpc_stream_codec::volo::ReceiveBudgetLayer;
+    use grpc_stream_codec::budget::ReceiveBudgetLayer;
 
     for stock in [true, false] {
         let budget = SharedBudget::new(16 << 20);
@@ -358,7 +358,7 @@ impl volo_echo::adapter::Echo for Keeper {
     ) -> Result<volo_grpc::Response<volo_echo::adapter::EchoResponse>, volo_grpc::Status> {
         let mut requests = req
             .into_inner()
-            .with_limits(grpc_stream_codec::Limits::new().with_max_receive(UPLOAD_LIMIT));
+            .with_limits(grpc_stream_codec::envelope::Limits::new().with_max_receive(UPLOAD_LIMIT));
         let (kept, mut worker_rx) = tokio::sync::mpsc::channel::<pilota::Bytes>(3);
         let worker = tokio::spawn(async move {
             let (mut count, mut total_bytes) = (0u32, 0u64);
@@ -441,7 +441,7 @@ async fn keeping_uploads(name: &str) -> grpc_stream_codec::budget::BudgetStats {
             .http2_init_stream_window_size(windows.stream)
             .http2_init_connection_window_size(windows.connection)
             .http2_max_concurrent_streams(windows.max_concurrent_streams)
-            .layer_front(grpc_stream_codec::volo::ReceiveBudgetLayer::new(
+            .layer_front(grpc_stream_codec::budget::ReceiveBudgetLayer::new(
                 budget.clone(),
             ))
             .add_service(codec)

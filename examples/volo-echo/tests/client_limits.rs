@@ -6,7 +6,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 
 use futures::StreamExt;
-use grpc_stream_codec::Limits;
+use grpc_stream_codec::envelope::Limits;
 use grpc_stream_codec::volo::{ClientCompressionLayer, DeflateNameLayer, LimitsLayer};
 use pilota::pb::Message;
 use volo_echo::EchoService;

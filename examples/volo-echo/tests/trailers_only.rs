@@ -49,12 +49,15 @@ impl Answer {
 }
 
 /// The error the server sends trailers-only: every part of a status.
-fn the_error() -> grpc_stream_codec::Status {
+fn the_error() -> grpc_stream_codec::status::Status {
     let mut metadata = HeaderMap::new();
     metadata.insert("x-extra", HeaderValue::from_static("yes"));
-    grpc_stream_codec::Status::new(grpc_stream_codec::Code::FailedPrecondition, "not now: 100%")
-        .with_details(Bytes::from_static(b"\x08\x2a"))
-        .with_metadata(metadata)
+    grpc_stream_codec::status::Status::new(
+        grpc_stream_codec::status::Code::FailedPrecondition,
+        "not now: 100%",
+    )
+    .with_details(Bytes::from_static(b"\x08\x2a"))
+    .with_metadata(metadata)
 }
 
 /// An empty `EchoResponse` (seq 0, no payload: the first reply to the

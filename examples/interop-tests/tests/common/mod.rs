@@ -62,10 +62,18 @@ pub const ASKED: u32 = 20;
 /// [`FAIL_AFTER`] messages: that many messages, then `ABORTED` with the
 /// message and the `x-fail-detail` trailing metadata intact.
 #[allow(dead_code)]
-pub fn assert_failed_after_k(what: &str, received: u32, status: Option<grpc_stream_codec::Status>) {
+pub fn assert_failed_after_k(
+    what: &str,
+    received: u32,
+    status: Option<grpc_stream_codec::status::Status>,
+) {
     assert_eq!(received, FAIL_AFTER, "{what}: messages before the error");
     let status = status.unwrap_or_else(|| panic!("{what}: the stream ended without the error"));
-    assert_eq!(status.code(), grpc_stream_codec::Code::Aborted, "{what}");
+    assert_eq!(
+        status.code(),
+        grpc_stream_codec::status::Code::Aborted,
+        "{what}"
+    );
     assert_eq!(
         status.message(),
         format!("failed after {FAIL_AFTER} messages"),

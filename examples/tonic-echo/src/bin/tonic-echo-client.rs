@@ -15,7 +15,7 @@
 
 use std::process::ExitCode;
 
-use grpc_stream_codec::Code;
+use grpc_stream_codec::status::Code;
 use tonic::codec::CompressionEncoding;
 use tonic::metadata::{AsciiMetadataKey, BinaryMetadataKey, MetadataMap, MetadataValue};
 use tonic_echo::{ClientStack, EchoClient, Framing, Mismatch};

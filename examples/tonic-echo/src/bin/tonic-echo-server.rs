@@ -208,7 +208,7 @@ async fn main() -> ExitCode {
         options.receive_budget, options.budget_windows
     );
     if let Some(threshold) = options.serve.batch_threshold {
-        grpc_stream_codec::tonic::set_default_batch_threshold(threshold);
+        grpc_stream_codec::encode::set_default_batch_threshold(threshold);
     }
     let served = match (budget, options.budget_windows) {
         (Some(budget), _) => tonic_echo::serve_full_with_budget(listener, budget.into()).await,

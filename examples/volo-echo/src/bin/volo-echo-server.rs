@@ -124,7 +124,7 @@ async fn main() -> ExitCode {
         if stock {
             return usage("--batch-threshold sets the adapter's encoder; stock volo-grpc has none");
         }
-        grpc_stream_codec::volo::set_default_batch_threshold(threshold);
+        grpc_stream_codec::encode::set_default_batch_threshold(threshold);
     }
 
     let (listener, addr) = match volo_echo::bind(listen).await {
