@@ -68,23 +68,27 @@ wrap_service!(DeflateName on ServerContext, |this, cx, mut req| {
 /// `grpc-accept-encoding`. Returns whether the client accepts `deflate` but
 /// not `zlib`, i.e. whether a `zlib` answer must be called `deflate`.
 fn rename_request_headers(headers: &mut HeaderMap) -> bool {
-    if headers
-        .get(&ENCODING)
-        .is_some_and(|value| value.as_bytes() == DEFLATE.as_bytes())
-    {
+    // One walk over a few headers costs less than hashing two long names,
+    // and most requests name no `deflate` at all: nothing to rename.
+    let mut encoding = None;
+    let mut accepts_deflate = false;
+    for (name, value) in headers.iter() {
+        if *name == ENCODING {
+            encoding.get_or_insert(value.as_bytes() == DEFLATE.as_bytes());
+        } else if *name == ACCEPT_ENCODING {
+            accepts_deflate |= value
+                .as_bytes()
+                .windows(DEFLATE.len())
+                .any(|window| window == DEFLATE.as_bytes());
+        }
+    }
+    if encoding == Some(true) {
         headers.insert(ENCODING.clone(), HeaderValue::from_static(ZLIB));
     }
-
-    // Most requests name no `deflate` at all: nothing to split or rename.
-    let accepted = headers.get_all(&ACCEPT_ENCODING);
-    if !accepted.iter().any(|value| {
-        value
-            .as_bytes()
-            .windows(DEFLATE.len())
-            .any(|window| window == DEFLATE.as_bytes())
-    }) {
+    if !accepts_deflate {
         return false;
     }
+    let accepted = headers.get_all(&ACCEPT_ENCODING);
     let mut names: Vec<&str> = Vec::new();
     let mut unreadable = false;
     for value in accepted {
