@@ -1,6 +1,6 @@
-//! A raw HTTP/2 client for the matrix: one `ServerStream` call at a time per
-//! task, over h2 directly, so the bench sees every DATA frame the server
-//! sends and times each message as it completes.
+//! A raw HTTP/2 client for the matrix: one call (`ServerStream`, `Unary` or
+//! `ClientStream`) at a time per task, over h2 directly, so the bench sees
+//! every DATA frame the server sends and times each message as it completes.
 //!
 //! h2 hands the receiver one chunk per DATA frame (it drops empty frames
 //! that do not end the stream, which carry no bytes), so counting chunks
@@ -21,12 +21,68 @@ use crate::proto::{EchoRequest, EchoResponse};
 
 const SERVER_STREAM_PATH: &str = "/streamcodec.echo.v1.Echo/ServerStream";
 const CLIENT_STREAM_PATH: &str = "/streamcodec.echo.v1.Echo/ClientStream";
+const UNARY_PATH: &str = "/streamcodec.echo.v1.Echo/Unary";
 
-/// Window sizes of the client's connections: hyper's client defaults (what
-/// tonic's channel uses), so large messages are not held back by the 64 KiB
-/// protocol default.
-const STREAM_WINDOW: u32 = 2 * 1024 * 1024;
-const CONNECTION_WINDOW: u32 = 5 * 1024 * 1024;
+/// The byte every request payload is filled with, so an echo can be checked.
+const REQUEST_FILL: u8 = 7;
+
+/// The flow-control windows and frame size a client connection advertises.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Windows {
+    /// Initial window of each stream, bytes.
+    pub stream: u32,
+    /// Window of the connection, bytes.
+    pub connection: u32,
+    /// `SETTINGS_MAX_FRAME_SIZE`, when not the protocol's 16 KiB.
+    pub max_frame: Option<u32>,
+}
+
+impl Windows {
+    /// hyper's client defaults (what tonic's channel uses), so large
+    /// messages are not held back by the 64 KiB protocol default; with
+    /// several large streams in flight the client's windows still pace the
+    /// server.
+    pub const DEFAULT: Windows = Windows {
+        stream: 2 * 1024 * 1024,
+        connection: 5 * 1024 * 1024,
+        max_frame: None,
+    };
+
+    /// `bytes` for both windows: wide enough that the server never waits
+    /// for a window update, so the server, not the client, is what limits.
+    pub fn wide(bytes: u32, max_frame: Option<u32>) -> Windows {
+        Windows {
+            stream: bytes,
+            connection: bytes,
+            max_frame,
+        }
+    }
+}
+
+/// Which Echo method a call uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Call {
+    /// `ServerStream`: `count` responses of `size` payload bytes.
+    ServerStream,
+    /// `ClientStream`: the client sends `count` requests of `size` payload
+    /// bytes (uncompressed, all in one body write) and the server answers
+    /// with their count; each request counts as a message.
+    ClientStream,
+    /// `Unary`: one request of `size` payload bytes, echoed back in one
+    /// response; the call is one message.
+    Unary,
+}
+
+impl Call {
+    /// Name in the JSON.
+    pub fn key(self) -> &'static str {
+        match self {
+            Call::ServerStream => "server_stream",
+            Call::ClientStream => "client_stream",
+            Call::Unary => "unary",
+        }
+    }
+}
 
 /// Compression the client asks for (`grpc-accept-encoding`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -58,10 +114,15 @@ pub struct Shape {
     pub compression: Option<Encoding>,
     /// `x-pace-micros`: the server produces one response every this many µs.
     pub pace_micros: u32,
-    /// A `ClientStream` call instead: the client sends `count` requests of
-    /// `size` payload bytes (uncompressed, all in one body write) and the
-    /// server answers with their count; each request counts as a message.
-    pub client_stream: bool,
+    /// The method called.
+    pub call: Call,
+}
+
+impl Shape {
+    /// Whether this is a `ClientStream` call.
+    pub fn client_stream(&self) -> bool {
+        self.call == Call::ClientStream
+    }
 }
 
 /// What one completed call saw.
@@ -82,14 +143,19 @@ pub trait Observer {
 }
 
 /// Opens one HTTP/2 connection (one TCP connection, `TCP_NODELAY`).
-pub async fn connect(addr: &str) -> Result<SendRequest<Bytes>, String> {
+pub async fn connect(addr: &str, windows: Windows) -> Result<SendRequest<Bytes>, String> {
     let tcp = TcpStream::connect(addr)
         .await
         .map_err(|err| format!("connect {addr}: {err}"))?;
     let _ = tcp.set_nodelay(true);
-    let (send, connection) = h2::client::Builder::new()
-        .initial_window_size(STREAM_WINDOW)
-        .initial_connection_window_size(CONNECTION_WINDOW)
+    let mut builder = h2::client::Builder::new();
+    builder
+        .initial_window_size(windows.stream)
+        .initial_connection_window_size(windows.connection);
+    if let Some(max_frame) = windows.max_frame {
+        builder.max_frame_size(max_frame);
+    }
+    let (send, connection) = builder
         .handshake(tcp)
         .await
         .map_err(|err| format!("HTTP/2 handshake with {addr}: {err}"))?;
@@ -100,21 +166,24 @@ pub async fn connect(addr: &str) -> Result<SendRequest<Bytes>, String> {
 }
 
 /// The request body: one uncompressed envelope holding the `EchoRequest`,
-/// or for a client stream `count` of them with `size`-byte payloads.
+/// for a client stream `count` of them with `size`-byte payloads, for a
+/// unary call one with a `size`-byte payload.
 pub fn request_body(shape: &Shape) -> Bytes {
-    let (requests, request) = if shape.client_stream {
-        let request = EchoRequest {
-            payload: Bytes::from(vec![7u8; shape.size as usize]),
-            ..EchoRequest::default()
-        };
-        (shape.count.max(1), request)
-    } else {
-        let request = EchoRequest {
-            payload: Bytes::new(),
-            response_count: shape.count,
-            response_size: shape.size,
-        };
-        (1, request)
+    let with_payload = || EchoRequest {
+        payload: Bytes::from(vec![REQUEST_FILL; shape.size as usize]),
+        ..EchoRequest::default()
+    };
+    let (requests, request) = match shape.call {
+        Call::ClientStream => (shape.count.max(1), with_payload()),
+        Call::Unary => (1, with_payload()),
+        Call::ServerStream => {
+            let request = EchoRequest {
+                payload: Bytes::new(),
+                response_count: shape.count,
+                response_size: shape.size,
+            };
+            (1, request)
+        }
     };
     let len = request.encoded_len();
     let mut body = Vec::with_capacity((5 + len) * requests as usize);
@@ -127,18 +196,29 @@ pub fn request_body(shape: &Shape) -> Bytes {
     Bytes::from(body)
 }
 
-/// Runs one `ServerStream` call (or `ClientStream`, for a shape that says
-/// so) and checks every response.
-pub async fn server_stream(
+/// Runs one call of the shape's method and checks every response.
+pub async fn call(
     send: &SendRequest<Bytes>,
     authority: &str,
     shape: &Shape,
     body: Bytes,
     observer: &impl Observer,
 ) -> Result<StreamStats, String> {
-    if shape.client_stream {
-        return client_stream(send, authority, shape, body, observer).await;
+    match shape.call {
+        Call::ServerStream => server_stream(send, authority, shape, body, observer).await,
+        Call::ClientStream => client_stream(send, authority, shape, body, observer).await,
+        Call::Unary => unary(send, authority, shape, body, observer).await,
     }
+}
+
+/// Runs one `ServerStream` call and checks every response.
+async fn server_stream(
+    send: &SendRequest<Bytes>,
+    authority: &str,
+    shape: &Shape,
+    body: Bytes,
+    observer: &impl Observer,
+) -> Result<StreamStats, String> {
     let mut request = Request::post(format!("http://{authority}{SERVER_STREAM_PATH}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers");
@@ -229,7 +309,64 @@ async fn client_stream(
     body: Bytes,
     observer: &impl Observer,
 ) -> Result<StreamStats, String> {
-    let request = Request::post(format!("http://{authority}{CLIENT_STREAM_PATH}"))
+    let (reply, whole_stream) =
+        one_response(send, authority, CLIENT_STREAM_PATH, body, observer).await?;
+    let count = shape.count.max(1);
+    if reply.count != count || reply.total_bytes != u64::from(count) * u64::from(shape.size) {
+        return Err(format!(
+            "client stream answer: count {}, {} bytes (expected {count} of {} bytes)",
+            reply.count, reply.total_bytes, shape.size
+        ));
+    }
+    for _ in 0..count {
+        observer.message(false);
+    }
+    Ok(StreamStats {
+        first_message: whole_stream,
+        whole_stream,
+    })
+}
+
+/// Runs one `Unary` call: sends one request of `size` payload bytes and
+/// checks the response echoes them.
+async fn unary(
+    send: &SendRequest<Bytes>,
+    authority: &str,
+    shape: &Shape,
+    body: Bytes,
+    observer: &impl Observer,
+) -> Result<StreamStats, String> {
+    let (reply, whole_stream) = one_response(send, authority, UNARY_PATH, body, observer).await?;
+    let payload = &reply.payload;
+    // Both ends and the length catch a truncated, shifted or foreign echo
+    // without a pass over every byte, as the stream checks do.
+    let ends_ok = payload.first().is_none_or(|&b| b == REQUEST_FILL)
+        && payload.last().is_none_or(|&b| b == REQUEST_FILL);
+    if payload.len() != shape.size as usize || !ends_ok {
+        return Err(format!(
+            "unary answer: {} bytes (expected {} bytes of {REQUEST_FILL})",
+            payload.len(),
+            shape.size
+        ));
+    }
+    observer.message(false);
+    Ok(StreamStats {
+        first_message: whole_stream,
+        whole_stream,
+    })
+}
+
+/// Sends `body` to `path` in one write and reads the one uncompressed
+/// response message and `grpc-status: 0`; returns the message and the time
+/// from sending the request to the trailers.
+async fn one_response(
+    send: &SendRequest<Bytes>,
+    authority: &str,
+    path: &str,
+    body: Bytes,
+    observer: &impl Observer,
+) -> Result<(EchoResponse, Duration), String> {
+    let request = Request::post(format!("http://{authority}{path}"))
         .header("content-type", "application/grpc")
         .header("te", "trailers")
         .body(())
@@ -262,11 +399,20 @@ async fn client_stream(
         let _ = body.flow_control().release_capacity(chunk.len());
         observer.data_frame();
         unframer.push(chunk);
-        while let Some((_, payload)) = unframer.next_message()? {
+        while let Some((compressed, payload)) = unframer.next_message()? {
+            if compressed {
+                return Err("compressed response to an uncompressed call".into());
+            }
+            if reply.is_some() {
+                return Err("more than one response message".into());
+            }
             reply = Some(
                 EchoResponse::decode(payload).map_err(|err| format!("decode response: {err}"))?,
             );
         }
+    }
+    if !unframer.is_empty() {
+        return Err("the body ended inside a message".into());
     }
     let trailers = body
         .trailers()
@@ -280,21 +426,7 @@ async fn client_stream(
         return Err(format!("grpc-status {status:?}"));
     }
     let reply = reply.ok_or("no response message")?;
-    let count = shape.count.max(1);
-    if reply.count != count || reply.total_bytes != u64::from(count) * u64::from(shape.size) {
-        return Err(format!(
-            "client stream answer: count {}, {} bytes (expected {count} of {} bytes)",
-            reply.count, reply.total_bytes, shape.size
-        ));
-    }
-    for _ in 0..count {
-        observer.message(false);
-    }
-    let whole_stream = started.elapsed();
-    Ok(StreamStats {
-        first_message: whole_stream,
-        whole_stream,
-    })
+    Ok((reply, started.elapsed()))
 }
 
 /// Splits a body into gRPC messages across DATA frames without copying a
@@ -315,6 +447,22 @@ impl Unframer {
             self.pending.extend_from_slice(&self.current);
             self.pending.extend_from_slice(&chunk);
             self.current = Bytes::new();
+            self.reserve_message();
+        }
+    }
+
+    /// Makes room for the rest of the pending message at once: grown frame
+    /// by frame, a 1 MiB message would be copied again at every doubling,
+    /// and the client, not the server, would limit the large cells.
+    fn reserve_message(&mut self) {
+        // A header claiming more than any cell sends is left to grow as it
+        // arrives rather than trusted with an allocation.
+        const LIMIT: usize = 64 * 1024 * 1024;
+        if let Some((_, len)) = header(&self.pending) {
+            let missing = (5 + len).saturating_sub(self.pending.len());
+            if len <= LIMIT {
+                self.pending.reserve(missing);
+            }
         }
     }
 
@@ -351,6 +499,7 @@ impl Unframer {
     fn keep_rest(&mut self) {
         self.pending.extend_from_slice(&self.current);
         self.current = Bytes::new();
+        self.reserve_message();
     }
 }
 
@@ -453,6 +602,50 @@ mod tests {
             assert!(messages[1].is_empty());
             assert_eq!(&messages[2][..], &[7u8; 300][..]);
         }
+    }
+
+    /// A unary call's body is one envelope whose request carries `size`
+    /// bytes of the fill the echo is checked against, and asks for no
+    /// stream.
+    #[test]
+    fn unary_request_is_one_envelope_with_the_payload() {
+        let shape = Shape {
+            size: 100,
+            count: 1,
+            compression: None,
+            pace_micros: 0,
+            call: Call::Unary,
+        };
+        let mut unframer = Unframer::default();
+        unframer.push(request_body(&shape));
+        let (compressed, message) = unframer.next_message().unwrap().unwrap();
+        assert!(!compressed && unframer.is_empty());
+        let request = EchoRequest::decode(message).unwrap();
+        assert_eq!(request.payload, vec![REQUEST_FILL; 100]);
+        assert_eq!((request.response_count, request.response_size), (0, 0));
+    }
+
+    /// A message over many frames comes out whole, and its buffer is
+    /// reserved once its header is in rather than grown frame by frame.
+    #[test]
+    fn unframer_reserves_a_large_message_once() {
+        let payload = vec![3u8; 1 << 20];
+        let wire = Bytes::from(envelope(&payload));
+        let mut unframer = Unframer::default();
+        let mut capacity = None;
+        let mut messages = Vec::new();
+        for frame in wire.chunks(16 * 1024) {
+            unframer.push(Bytes::copy_from_slice(frame));
+            while let Some((_, message)) = unframer.next_message().unwrap() {
+                messages.push(message);
+            }
+            if !unframer.pending.is_empty() {
+                let now = unframer.pending.capacity();
+                assert!(now >= wire.len());
+                assert_eq!(*capacity.get_or_insert(now), now, "grew after the header");
+            }
+        }
+        assert_eq!(messages, [Bytes::from(payload)]);
     }
 
     /// A reserved flag bit is an error, not a message.
