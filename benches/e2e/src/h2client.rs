@@ -49,7 +49,7 @@ impl Windows {
     };
 
     /// `bytes` for both windows: wide enough that the server never waits
-    /// for a window update, so the server, not the client, is what limits.
+    /// for a window update, so only the client's CPU can hold it back.
     pub fn wide(bytes: u32, max_frame: Option<u32>) -> Windows {
         Windows {
             stream: bytes,

@@ -167,7 +167,7 @@ impl MatrixFlags {
         if named("budget") {
             plans.push(matrix::Plan::budget(self.streams));
         }
-        // Opt-in too, so a plain `--matrix` keeps its cells and its length.
+        // Opt-in too: a plain `--matrix` runs its own three sections only.
         if named("unary") {
             plans.push(matrix::Plan::unary(self.streams, &self.unary_sizes));
         }

@@ -174,8 +174,8 @@ pub enum Section {
     Unary,
     /// 4 × 1 MiB streams on the matrix's client windows.
     Large,
-    /// 4 × 1 MiB streams on windows wide enough that the server never waits
-    /// for the client.
+    /// 4 × 1 MiB streams on client windows wide enough that the server
+    /// never waits for a window update.
     LargeWide,
 }
 
@@ -382,7 +382,7 @@ impl Plan {
     }
 
     /// [`Plan::large`] with the client advertising `windows`: wide ones
-    /// ([`Windows::wide`]) make the server, not the client, the bottleneck.
+    /// ([`Windows::wide`]) take flow control out of the server's way.
     pub fn large_wide(concurrency: usize, windows: Windows) -> Plan {
         Plan {
             section: Section::LargeWide,

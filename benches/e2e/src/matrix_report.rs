@@ -225,7 +225,9 @@ fn section_title(cells: &[Cell], section: Section) -> String {
         }
         Section::Unary => "unary: one request echoed back, a call is one message",
         Section::Large => "large messages on the matrix's client windows",
-        Section::LargeWide => "large messages, server-bound: windows the server never waits for",
+        Section::LargeWide => {
+            "large messages on wide client windows: the server never waits for a window update"
+        }
     };
     format!("{what} ({} streams in flight{quota})", cell.concurrency)
 }
