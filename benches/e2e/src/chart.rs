@@ -503,6 +503,10 @@ fn shape_lines(cell: &Value) -> Vec<String> {
     if cell["client_stream"].as_bool() == Some(true) {
         lines.insert(0, "client stream".into());
     }
+    if cell["call"].as_str() == Some("unary") {
+        lines.remove(0);
+        lines.insert(0, "unary".into());
+    }
     if let Some(encoding) = cell["compression"].as_str() {
         lines.push(encoding.into());
     }
@@ -510,7 +514,8 @@ fn shape_lines(cell: &Value) -> Vec<String> {
         lines.push(format!("every {pace} µs"));
     }
     match cell["section"].as_str() {
-        Some("matrix") | Some("compressed") | Some("paced") | None => {}
+        Some("matrix") | Some("compressed") | Some("paced") | Some("unary") | Some("large")
+        | None => {}
         Some(section) => lines.push(section.into()),
     }
     lines

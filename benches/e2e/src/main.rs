@@ -16,6 +16,7 @@
 //! cargo run --release -p e2e-bench -- --saturate
 //! cargo run --release -p e2e-bench -- --sections clients   # client arms
 //! cargo run --release -p e2e-bench -- --matrix --sections budget
+//! cargo run --release -p e2e-bench -- --matrix --sections unary,large
 //! cargo run --release -p e2e-bench -- --chart-from docs/e2e-bench.json
 //! ```
 //!
@@ -33,7 +34,10 @@
 //! messages per stream {1, 16, 256}, then gzip and zstd, then a paced
 //! source. `--saturate` runs the headline shape (16 × 256 B) with many
 //! streams in flight and the server held to part of its CPU, so the server
-//! is the bottleneck. Every row states both sides' CPU use.
+//! is the bottleneck. `--sections unary` (unary calls of 100 B and 16 KiB)
+//! and `--sections large` (4 × 1 MiB streams, on the matrix's client windows
+//! and on wide ones, `--large-window`) run the adapters, stock and the floor
+//! only. Every row states both sides' CPU use.
 //!
 //! The servers and load clients run from `target/release`, or from
 //! `E2E_BIN_DIR` when set: with `--no-build`, a copy of an older build there
@@ -84,7 +88,8 @@ fn usage() -> ! {
          \x20      e2e-bench [--matrix] [--saturate] [--matrix-arms a,b,..] [--cell-window SECS]\n\
          \x20                [--cell-warmup SECS] [--matrix-rounds N] [--matrix-streams N]\n\
          \x20                [--saturate-streams N] [--server-quota SHARE|none] [--pace-micros N]\n\
-         \x20                [--sections matrix,compressed,paced,budget,clients]\n\
+         \x20                [--sections matrix,compressed,paced,budget,unary,large,large-wide,clients]\n\
+         \x20                [--unary-sizes N,..] [--large-window BYTES] [--large-max-frame BYTES]\n\
          \x20                [--client-arms a,b,..] [--client-streams N]\n\
          \x20                [--matrix-shapes SIZExCOUNT,..]\n\
          \x20                [--client-saturate-streams N] [--clients-json PATH]\n\
@@ -132,6 +137,12 @@ struct MatrixFlags {
     client_saturate_streams: usize,
     /// `--client-rpcs`: the client shapes of these calls only (all if empty).
     client_rpcs: Vec<String>,
+    /// `--unary-sizes`: the unary section's request sizes.
+    unary_sizes: Vec<u32>,
+    /// `--large-window`: both windows of the server-bound large plan.
+    large_window: u32,
+    /// `--large-max-frame`: `SETTINGS_MAX_FRAME_SIZE` of that plan.
+    large_max_frame: Option<u32>,
 }
 
 impl MatrixFlags {
@@ -150,10 +161,22 @@ impl MatrixFlags {
                 plans.push(matrix::Plan::paced(self.streams, self.pace_micros));
             }
         }
+        let named = |name: &str| self.sections.iter().any(|s| s == name);
         // Opt-in: the receive-budget arms against the same servers without
         // a budget.
-        if self.sections.iter().any(|s| s == "budget") {
+        if named("budget") {
             plans.push(matrix::Plan::budget(self.streams));
+        }
+        // Opt-in too: a plain `--matrix` runs its own three sections only.
+        if named("unary") {
+            plans.push(matrix::Plan::unary(self.streams, &self.unary_sizes));
+        }
+        if named("large") {
+            plans.push(matrix::Plan::large(self.streams));
+        }
+        if named("large") || named("large-wide") {
+            let windows = h2client::Windows::wide(self.large_window, self.large_max_frame);
+            plans.push(matrix::Plan::large_wide(self.streams, windows));
         }
         if self.saturate {
             plans.push(matrix::Plan::saturated(self.saturate_streams, self.quota));
@@ -166,7 +189,11 @@ impl MatrixFlags {
         }
         let mut arms = self.arms;
         // The budget arms join the default arms; `--matrix-arms` names them.
-        if arms == matrix::MatrixArm::ALL && plans.iter().any(|plan| plan.arms.is_some()) {
+        if arms == matrix::MatrixArm::ALL
+            && plans
+                .iter()
+                .any(|plan| plan.section == matrix::Section::Budget)
+        {
             for arm in matrix::MatrixArm::BUDGET {
                 if !arms.contains(&arm) {
                     arms.push(arm);
@@ -218,6 +245,9 @@ fn parse_settings() -> Settings {
         client_streams: 16,
         client_saturate_streams: 128,
         client_rpcs: Vec::new(),
+        unary_sizes: matrix::UNARY_SIZES.to_vec(),
+        large_window: matrix::WIDE_WINDOW,
+        large_max_frame: None,
     };
     let seconds =
         |value: String| Duration::from_secs_f64(value.parse().unwrap_or_else(|_| usage()));
@@ -278,7 +308,17 @@ fn parse_settings() -> Settings {
             "--sections" => {
                 flags.sections = value().split(',').map(str::to_owned).collect();
                 if let Some(bad) = flags.sections.iter().find(|s| {
-                    !["matrix", "compressed", "paced", "budget", "clients"].contains(&s.as_str())
+                    ![
+                        "matrix",
+                        "compressed",
+                        "paced",
+                        "budget",
+                        "unary",
+                        "large",
+                        "large-wide",
+                        "clients",
+                    ]
+                    .contains(&s.as_str())
                 }) {
                     eprintln!("unknown section {bad}");
                     usage()
@@ -312,6 +352,27 @@ fn parse_settings() -> Settings {
             }
             "--client-rpcs" => flags.client_rpcs = value().split(',').map(str::to_owned).collect(),
             "--clients-json" => settings.clients_json = PathBuf::from(value()),
+            "--unary-sizes" => {
+                flags.unary_sizes = value()
+                    .split(',')
+                    .map(|size| size.parse().unwrap_or_else(|_| usage()))
+                    .collect()
+            }
+            "--large-window" => {
+                flags.large_window = value().parse().unwrap_or_else(|_| usage());
+                // The protocol's largest window (RFC 9113, 6.9.1).
+                if flags.large_window > (1 << 31) - 1 {
+                    usage()
+                }
+            }
+            "--large-max-frame" => {
+                let max_frame: u32 = value().parse().unwrap_or_else(|_| usage());
+                // The protocol's bounds (RFC 9113, 6.5.2).
+                if !(16_384..=16_777_215).contains(&max_frame) {
+                    usage()
+                }
+                flags.large_max_frame = Some(max_frame);
+            }
             _ => usage(),
         }
     }

@@ -1,6 +1,8 @@
 //! `--matrix` and `--saturate`: batched against unbatched against stock,
 //! over message sizes and stream lengths, driven by the raw HTTP/2 client
-//! ([`crate::h2client`]) so DATA frames are counted and each message timed.
+//! ([`crate::h2client`]) so DATA frames are counted and each message timed;
+//! `--sections unary` and `--sections large` add unary calls and 4 × 1 MiB
+//! streams on the adapters, stock and the floor.
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -9,7 +11,7 @@ use std::time::Duration;
 use bytes::Bytes;
 use h2::client::SendRequest;
 
-use crate::h2client::{self, Encoding, Observer, Shape};
+use crate::h2client::{self, Call, Encoding, Observer, Shape, Windows};
 use crate::measure::{CpuUse, CpuWindow, Throttle};
 use crate::server::Server;
 
@@ -168,6 +170,13 @@ pub enum Section {
     Saturated,
     /// The receive-budget arms against the same servers without a budget.
     Budget,
+    /// Unary calls: one request echoed back.
+    Unary,
+    /// 4 × 1 MiB streams on the matrix's client windows.
+    Large,
+    /// 4 × 1 MiB streams on client windows wide enough that the server
+    /// never waits for a window update.
+    LargeWide,
 }
 
 impl Section {
@@ -179,6 +188,9 @@ impl Section {
             Section::Paced => "paced",
             Section::Saturated => "saturated",
             Section::Budget => "budget",
+            Section::Unary => "unary",
+            Section::Large => "large",
+            Section::LargeWide => "large-wide",
         }
     }
 }
@@ -198,6 +210,8 @@ pub struct Plan {
     pub server_quota: Option<f64>,
     /// The arms this section runs, when not every arm of the run.
     pub arms: Option<Vec<MatrixArm>>,
+    /// What the client's connections advertise.
+    pub windows: Windows,
 }
 
 /// The settings of a matrix run.
@@ -224,9 +238,26 @@ fn shape(size: u32, count: u32) -> Shape {
         count,
         compression: None,
         pace_micros: 0,
-        client_stream: false,
+        call: Call::ServerStream,
     }
 }
+
+/// The arms that show what a call costs: each adapter against its stock
+/// stack, and the floor. Unbatched is left out: a one-message call, or one
+/// whose every message is over the threshold, is the same batched or not.
+const CALL_COST_ARMS: [MatrixArm; 5] = [
+    MatrixArm::new(Stack::Volo, Variant::Batched),
+    MatrixArm::new(Stack::Volo, Variant::Stock),
+    MatrixArm::new(Stack::Tonic, Variant::Batched),
+    MatrixArm::new(Stack::Tonic, Variant::Stock),
+    MatrixArm::new(Stack::Bare, Variant::Floor),
+];
+
+/// The sizes of the unary section's requests (and echoed responses).
+pub const UNARY_SIZES: [u32; 2] = [100, 16 * 1024];
+
+/// The wide plan's stream and connection windows, unless given.
+pub const WIDE_WINDOW: u32 = 16 * 1024 * 1024;
 
 impl Plan {
     /// Every size × count, uncompressed and ready.
@@ -241,6 +272,7 @@ impl Plan {
             connections: 4,
             server_quota: None,
             arms: None,
+            windows: Windows::DEFAULT,
         }
     }
 
@@ -262,6 +294,7 @@ impl Plan {
             connections: 4,
             server_quota: None,
             arms: None,
+            windows: Windows::DEFAULT,
         }
     }
 
@@ -280,6 +313,7 @@ impl Plan {
             connections: 4,
             server_quota: None,
             arms: None,
+            windows: Windows::DEFAULT,
         }
     }
 
@@ -289,10 +323,10 @@ impl Plan {
     /// batched arms with and without a budget.
     pub fn budget(concurrency: usize) -> Plan {
         let mut shapes = Vec::new();
-        for client_stream in [false, true] {
+        for call in [Call::ServerStream, Call::ClientStream] {
             for size in [256, 64 * 1024] {
                 shapes.push(Shape {
-                    client_stream,
+                    call,
                     ..shape(size, 16)
                 });
             }
@@ -309,6 +343,51 @@ impl Plan {
             connections: 4,
             server_quota: None,
             arms: Some(arms),
+            windows: Windows::DEFAULT,
+        }
+    }
+
+    /// Unary calls of `sizes` bytes echoed back, on the adapters, stock and
+    /// the floor.
+    pub fn unary(concurrency: usize, sizes: &[u32]) -> Plan {
+        Plan {
+            section: Section::Unary,
+            shapes: sizes
+                .iter()
+                .map(|&size| Shape {
+                    call: Call::Unary,
+                    ..shape(size, 1)
+                })
+                .collect(),
+            concurrency,
+            connections: 4,
+            server_quota: None,
+            arms: Some(CALL_COST_ARMS.to_vec()),
+            windows: Windows::DEFAULT,
+        }
+    }
+
+    /// 4 × 1 MiB `ServerStream` on the adapters, stock and the floor, on the
+    /// matrix's client windows.
+    pub fn large(concurrency: usize) -> Plan {
+        Plan {
+            section: Section::Large,
+            shapes: vec![shape(1024 * 1024, 4)],
+            concurrency,
+            connections: 4,
+            server_quota: None,
+            arms: Some(CALL_COST_ARMS.to_vec()),
+            windows: Windows::DEFAULT,
+        }
+    }
+
+    /// [`Plan::large`] with the client advertising `windows`: wide ones
+    /// ([`Windows::wide`]) take flow control out of the server's way.
+    pub fn large_wide(concurrency: usize, windows: Windows) -> Plan {
+        Plan {
+            section: Section::LargeWide,
+            windows,
+            ..Plan::large(concurrency)
         }
     }
 
@@ -322,6 +401,7 @@ impl Plan {
             connections: 8,
             server_quota: quota,
             arms: None,
+            windows: Windows::DEFAULT,
         }
     }
 }
@@ -397,6 +477,8 @@ pub struct Cell {
     pub concurrency: usize,
     /// Server CPU quota, if throttled.
     pub server_quota: Option<f64>,
+    /// What the client's connections advertised.
+    pub windows: Windows,
     /// One per round.
     pub samples: Vec<CellSample>,
     /// A call that failed, if any (the cell then has no sample).
@@ -425,6 +507,7 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
                     arm,
                     concurrency: concurrency_for(shape, plan.concurrency),
                     server_quota: plan.server_quota,
+                    windows: plan.windows,
                     samples: Vec::new(),
                     error: None,
                 });
@@ -455,10 +538,11 @@ pub async fn run(settings: &MatrixSettings) -> Vec<Cell> {
                 {
                     continue;
                 }
-                let connections = match connect_all(&server.addr, plan.connections).await {
-                    Ok(connections) => connections,
-                    Err(err) => panic!("{}: {err}", arm.key()),
-                };
+                let connections =
+                    match connect_all(&server.addr, plan.connections, plan.windows).await {
+                        Ok(connections) => connections,
+                        Err(err) => panic!("{}: {err}", arm.key()),
+                    };
                 for cell in cells
                     .iter_mut()
                     .filter(|cell| cell.arm == arm && cell.section == plan.section)
@@ -504,10 +588,14 @@ fn shape_needs_full_service(shape: &Shape) -> bool {
     shape.compression.is_some() || shape.pace_micros > 0
 }
 
-async fn connect_all(addr: &str, count: usize) -> Result<Vec<SendRequest<Bytes>>, String> {
+async fn connect_all(
+    addr: &str,
+    count: usize,
+    windows: Windows,
+) -> Result<Vec<SendRequest<Bytes>>, String> {
     let mut connections = Vec::with_capacity(count);
     for _ in 0..count {
-        connections.push(h2client::connect(addr).await?);
+        connections.push(h2client::connect(addr, windows).await?);
     }
     Ok(connections)
 }
@@ -561,14 +649,9 @@ async fn run_cell(
         workers.push(tokio::spawn(async move {
             let (mut first, mut whole) = (Vec::new(), Vec::new());
             while !counters.stop.load(Ordering::Relaxed) {
-                let stats = h2client::server_stream(
-                    &send,
-                    &authority,
-                    &shape,
-                    body.clone(),
-                    counters.as_ref(),
-                )
-                .await?;
+                let stats =
+                    h2client::call(&send, &authority, &shape, body.clone(), counters.as_ref())
+                        .await?;
                 if counters.measuring.load(Ordering::Relaxed) {
                     counters.streams.fetch_add(1, Ordering::Relaxed);
                     first.push(stats.first_message.as_micros() as u32);
@@ -637,6 +720,7 @@ mod tests {
             arm: MatrixArm::ALL[0],
             concurrency: 1,
             server_quota: None,
+            windows: Windows::DEFAULT,
             samples: vec![CellSample::default(); samples],
             error: error.map(str::to_owned),
         }
@@ -649,6 +733,31 @@ mod tests {
         assert_eq!(failed_cells(&[cell(3, None), cell(0, Some("reset"))]), 1);
         assert_eq!(failed_cells(&[cell(2, Some("reset after a sample"))]), 1);
         assert_eq!(failed_cells(&[cell(0, None), cell(0, Some("x"))]), 2);
+    }
+
+    /// The call-cost sections run the adapters, stock and the floor; only
+    /// the server-bound one changes the client's windows.
+    #[test]
+    fn call_cost_plans_run_five_arms_and_the_wide_plan_wide_windows() {
+        let wide = Windows::wide(WIDE_WINDOW, None);
+        let plans = [
+            Plan::unary(16, &UNARY_SIZES),
+            Plan::large(16),
+            Plan::large_wide(16, wide),
+        ];
+        for plan in &plans {
+            assert_eq!(plan.arms.as_deref(), Some(&CALL_COST_ARMS[..]));
+        }
+        assert!(plans[0].shapes.iter().all(|s| s.call == Call::Unary));
+        assert_eq!(
+            plans[0].shapes.iter().map(|s| s.size).collect::<Vec<_>>(),
+            UNARY_SIZES
+        );
+        assert_eq!(plans[1].shapes, [shape(1024 * 1024, 4)]);
+        assert_eq!(plans[2].shapes, plans[1].shapes);
+        assert_eq!(plans[1].windows, Windows::DEFAULT);
+        assert_eq!(plans[2].windows, wide);
+        assert_eq!(concurrency_for(&plans[1].shapes[0], 16), 8);
     }
 
     /// The flags each arm starts its server with: the example servers'

@@ -5,7 +5,7 @@ use std::path::Path;
 
 use serde_json::{Value, json};
 
-use crate::h2client::Shape;
+use crate::h2client::{Call, Shape, Windows};
 use crate::matrix::{Cell, CellSample, MatrixArm, MatrixSettings, Section, Stack, Variant};
 
 /// One cell's row: every metric from one representative round, the one
@@ -65,9 +65,12 @@ fn find<'a>(
         .find(|c| c.section == section && c.shape == *shape && c.arm == arm)
 }
 
-/// "256 B" / "4 KiB".
+/// "256 B" / "4 KiB" / "1 MiB".
 pub fn size_label(bytes: u32) -> String {
-    if bytes >= 1024 && bytes.is_multiple_of(1024) {
+    const MIB: u32 = 1024 * 1024;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= 1024 && bytes.is_multiple_of(1024) {
         format!("{} KiB", bytes / 1024)
     } else {
         format!("{bytes} B")
@@ -76,8 +79,10 @@ pub fn size_label(bytes: u32) -> String {
 
 fn shape_label(shape: &Shape) -> String {
     let mut label = format!("{} × {}", shape.count, size_label(shape.size));
-    if shape.client_stream {
-        label.insert_str(0, "client stream ");
+    match shape.call {
+        Call::ServerStream => {}
+        Call::ClientStream => label.insert_str(0, "client stream "),
+        Call::Unary => label = format!("unary {}", size_label(shape.size)),
     }
     let in_flight = crate::matrix::concurrency_for(shape, usize::MAX);
     if in_flight < 16 {
@@ -186,13 +191,30 @@ fn rows(cells: &[Cell], section: Section) -> Vec<[String; COLUMNS]> {
     rows
 }
 
+/// The client's windows, when they are not the matrix's.
+fn windows_label(windows: &Windows) -> String {
+    if *windows == Windows::DEFAULT {
+        return String::new();
+    }
+    let mut label = format!(
+        ", client windows {} per stream, {} per connection",
+        size_label(windows.stream),
+        size_label(windows.connection)
+    );
+    if let Some(max_frame) = windows.max_frame {
+        let _ = write!(label, ", max frame {}", size_label(max_frame));
+    }
+    label
+}
+
 fn section_title(cells: &[Cell], section: Section) -> String {
     let Some(cell) = cells.iter().find(|c| c.section == section) else {
         return String::new();
     };
-    let quota = cell
+    let mut quota = cell
         .server_quota
         .map_or(String::new(), |q| format!(", server held to {q:.2} CPU"));
+    quota.push_str(&windows_label(&cell.windows));
     let what = match section {
         Section::Matrix => "size × messages per stream, every message ready",
         Section::Compressed => "compressed responses",
@@ -201,16 +223,24 @@ fn section_title(cells: &[Cell], section: Section) -> String {
         Section::Budget => {
             "receive budget never waiting ('vs stock': a budget arm against the same server on the same HTTP/2 windows without a budget, a windows arm against the batched server on default windows)"
         }
+        Section::Unary => "unary: one request echoed back, a call is one message",
+        Section::Large => "large messages on the matrix's client windows",
+        Section::LargeWide => {
+            "large messages on wide client windows: the server never waits for a window update"
+        }
     };
     format!("{what} ({} streams in flight{quota})", cell.concurrency)
 }
 
-const SECTIONS: [Section; 5] = [
+const SECTIONS: [Section; 8] = [
     Section::Matrix,
     Section::Compressed,
     Section::Paced,
     Section::Saturated,
     Section::Budget,
+    Section::Unary,
+    Section::Large,
+    Section::LargeWide,
 ];
 
 /// Prints every section's table.
@@ -324,7 +354,13 @@ pub fn write(settings: &MatrixSettings, cells: &[Cell], json_path: &Path) {
                 "count": cell.shape.count,
                 "compression": cell.shape.compression.map(|e| e.name()),
                 "pace_micros": cell.shape.pace_micros,
-                "client_stream": cell.shape.client_stream,
+                "client_stream": cell.shape.client_stream(),
+                "call": cell.shape.call.key(),
+                "windows": {
+                    "stream": cell.windows.stream,
+                    "connection": cell.windows.connection,
+                    "max_frame": cell.windows.max_frame,
+                },
                 "concurrency": cell.concurrency,
                 "server_quota": cell.server_quota,
                 "error": cell.error,
