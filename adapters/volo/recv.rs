@@ -197,6 +197,7 @@ impl<T: Message + Default> RecvStream<T> {
 
     /// The decoding stream, made now if it waited for the response's
     /// headers.
+    #[inline]
     fn streaming(&mut self) -> &mut Streaming<PilotaDecoder<T>> {
         if let Inner::AwaitingHeaders { .. } = self.inner
             && let Inner::AwaitingHeaders {

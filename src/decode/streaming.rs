@@ -356,6 +356,8 @@ impl<D> Unpin for Streaming<D> {}
 impl<D: MessageDecoder> Stream for Streaming<D> {
     type Item = Result<D::Item, Status>;
 
+    // Inlined into the adapters' streams: a call per message otherwise.
+    #[inline]
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
         let this = self.get_mut();
         match ready!(this.poll_message(cx)) {
