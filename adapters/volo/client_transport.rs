@@ -295,6 +295,7 @@ where
         })
         .map_err(|status| *status)?;
         if !binary.is_empty() {
+            crate::observe::panic_shielded("response_binary_metadata", path.as_str());
             parts.extensions.insert(StashedBinary(binary));
         }
         let response = http::Response::from_parts(parts, message);

@@ -124,6 +124,7 @@ where
         }
         let binary = take_binary(req.headers_mut());
         if !binary.is_empty() {
+            crate::observe::panic_shielded("request_binary_metadata", req.uri().path());
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
         let (req, guard) = guard_request(req);

@@ -129,8 +129,10 @@ impl<T: Message + Default> RecvStream<T> {
                 if request_pump.is_none() {
                     warn_unshielded();
                 }
+                let method = request_pump.as_ref().map(Pump::method).unwrap_or_default();
                 (
-                    Streaming::new_request(VoloBody { inner: body }, decoder, encoding),
+                    Streaming::new_request(VoloBody { inner: body }, decoder, encoding)
+                        .observed(method),
                     true,
                 )
             }

@@ -20,6 +20,8 @@ pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 pub(crate) use deadline::ClientDeadline;
 #[cfg(feature = "volo")]
 pub(crate) use deadline::Timer;
+#[cfg(feature = "opentelemetry")]
+pub(crate) use deadline::timeout_from_headers;
 pub(crate) use deadline::{Pumped, ServerDeadline, deadline_timer};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;

@@ -5,7 +5,8 @@ use http::HeaderMap;
 
 use super::deadline::{GRPC_TIMEOUT, parse_timeout};
 use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
-use crate::status::Status;
+use crate::observe;
+use crate::status::{Code, Status};
 
 /// The status a request is refused with when its headers break a rule
 /// (`INTERNAL`, as grpc-go answers each): a `grpc-timeout` that is not 1 to
@@ -22,9 +23,17 @@ pub fn request_head_error(headers: &HeaderMap) -> Option<Status> {
 }
 
 /// `status`, for a request to `path` that the call layer refused before
-/// serving it: the one place such a refusal is logged.
+/// serving it: the one place such a refusal is logged. A `grpc-encoding`
+/// this build does not read (the only refusal answered `UNIMPLEMENTED`)
+/// refuses the request's messages: it is counted with them.
 pub fn refused(path: &str, status: Status) -> Status {
-    crate::observe::request_refused(path, &status);
+    if status.code() == Code::Unimplemented {
+        let method = observe::Method::of(path);
+        let reason = observe::Refusal::UnsupportedEncoding;
+        observe::message_refused(observe::Side::Server, &method, reason, &status);
+    } else {
+        observe::request_refused(path, &status);
+    }
     status
 }
 
