@@ -68,7 +68,7 @@ impl Refusal {
         if status.code() == Code::ResourceExhausted {
             return Refusal::OverLimit;
         }
-        let from_codec = std::error::Error::source(status).is_some();
+        let from_codec = crate::compression::CodecError::is_source_of(status);
         if from_codec || status.message() == NO_ENCODING {
             Refusal::BadCompression
         } else {
