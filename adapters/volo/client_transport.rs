@@ -284,13 +284,16 @@ where
         let body = attempt.response(&parts.headers, call.response_body(body));
         let binary = metadata::take_binary(&mut parts.headers);
         // volo-grpc's `Status` is large: boxed while it crosses the scope.
+        let method = crate::observe::Method::of(path.as_str());
         let message = with_response_headers(&parts.headers, || {
-            U::from_body(
-                Some(path.as_str()),
-                boxed(body.map_err(volo_status)),
-                Kind::Response(parts.status),
-                None,
-            )
+            crate::observe::with_client_method(method, || {
+                U::from_body(
+                    Some(path.as_str()),
+                    boxed(body.map_err(volo_status)),
+                    Kind::Response(parts.status),
+                    None,
+                )
+            })
             .map_err(Box::new)
         })
         .map_err(|status| *status)?;

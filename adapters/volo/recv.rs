@@ -27,6 +27,7 @@ use crate::call::{Pump, SECOND_REQUEST_MESSAGE};
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
+use crate::observe::{Method, client_method};
 use crate::status::{Code, Status};
 use crate::PolledFrame;
 
@@ -104,6 +105,7 @@ enum Inner<T> {
         body: BoxBody,
         headers: ResponseHeaders,
         encoding: Option<CompressionEncoding>,
+        method: Method,
     },
     /// Only while moving from the state above to `Ready`.
     Moving,
@@ -137,6 +139,7 @@ impl<T: Message + Default> RecvStream<T> {
                 )
             }
             Kind::Response(status) => {
+                let method = client_method();
                 if let Some(headers) = scoped_response_headers() {
                     return RecvStream {
                         inner: Inner::AwaitingHeaders {
@@ -144,6 +147,7 @@ impl<T: Message + Default> RecvStream<T> {
                             body,
                             headers,
                             encoding,
+                            method,
                         },
                         limits,
                         budget,
@@ -155,7 +159,7 @@ impl<T: Message + Default> RecvStream<T> {
                 let headers = encoding_headers(encoding);
                 let body = WithoutLayer::new(VoloBody { inner: body });
                 (
-                    Streaming::new_response(status, &headers, body, decoder),
+                    Streaming::new_response(status, &headers, body, decoder).observed(method),
                     false,
                 )
             }
@@ -206,6 +210,7 @@ impl<T: Message + Default> RecvStream<T> {
                 body,
                 headers,
                 encoding,
+                method,
             } = std::mem::replace(&mut self.inner, Inner::Moving)
         {
             let mut headers = headers.take();
@@ -218,7 +223,7 @@ impl<T: Message + Default> RecvStream<T> {
                 VoloBody { inner: body },
                 PilotaDecoder::new(),
             );
-            let streaming = streaming.with_limits(self.limits);
+            let streaming = streaming.with_limits(self.limits).observed(method);
             self.inner = Inner::Ready(with_budget(streaming, self.budget.clone()));
         }
         match &mut self.inner {

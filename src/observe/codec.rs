@@ -215,3 +215,28 @@ pub(crate) fn panic_shielded(trigger: &'static str, path: &str) {
     #[cfg(any(feature = "tonic", feature = "volo"))]
     super::events::panic_shielded(trigger, path);
 }
+
+#[cfg(feature = "volo")]
+thread_local! {
+    /// The method of the client call whose response stream generated code
+    /// is making on this thread (volo-grpc hands it the body only).
+    static CLIENT_METHOD: std::cell::RefCell<Method> = const {
+        std::cell::RefCell::new(Method(None))
+    };
+}
+
+/// Runs `make` (which makes a client call's response stream) with `method`
+/// as the call's method for [`client_method`].
+#[cfg(feature = "volo")]
+pub(crate) fn with_client_method<T>(method: Method, make: impl FnOnce() -> T) -> T {
+    let outer = CLIENT_METHOD.with(|slot| slot.replace(method));
+    let made = make();
+    CLIENT_METHOD.with(|slot| *slot.borrow_mut() = outer);
+    made
+}
+
+/// The method [`with_client_method`] set for the stream being made, if any.
+#[cfg(feature = "volo")]
+pub(crate) fn client_method() -> Method {
+    CLIENT_METHOD.with(|slot| slot.borrow().clone())
+}

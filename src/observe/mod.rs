@@ -32,11 +32,11 @@ pub(crate) use events::{budget_timed_out, request_refused};
 #[cfg(feature = "opentelemetry")]
 pub use instruments::{codec_names, install, installed, names};
 
-#[cfg(feature = "volo")]
-pub(crate) use codec::panic_shielded;
 pub(crate) use codec::{
     Method, NO_ENCODING, Refusal, Side, budget_waited, message_refused, peer_error,
 };
+#[cfg(feature = "volo")]
+pub(crate) use codec::{client_method, panic_shielded, with_client_method};
 #[cfg(any(feature = "tonic", feature = "volo"))]
 pub(crate) use codec::{read_ahead_counted, read_ahead_held};
 
