@@ -293,8 +293,8 @@ where
                     Kind::Response(parts.status),
                     None,
                 )
+                .map_err(Box::new)
             })
-            .map_err(Box::new)
         })
         .map_err(|status| *status)?;
         if !binary.is_empty() {

@@ -417,6 +417,15 @@ async fn the_receive_budget_is_read_when_the_meter_collects() {
     assert_eq!(in_use.last(&this), Some(0.0), "{in_use:?}");
 }
 
+/// A request's extra headers and body, the code it is answered with and
+/// the reason it is counted under.
+type RefusalCase = (
+    &'static [(&'static str, &'static str)],
+    Vec<u8>,
+    tonic::Code,
+    &'static str,
+);
+
 /// What the crate's own counter `name` holds for `path`'s method and
 /// `reason`, once it holds anything.
 async fn refused(recorder: &Recorder, name: &str, path: &str, reason: &str) -> f64 {
@@ -437,7 +446,7 @@ async fn each_refused_request_message_is_counted_with_its_reason() {
     let mut over_limit = header(0, LIMIT as u32 + 1);
     over_limit.extend_from_slice(&[0; 64]);
     // Flag bit 1 is reserved; corrupt zstd; a protobuf field tag of 0.
-    let cases: [(&[(&str, &str)], Vec<u8>, tonic::Code, &str); 5] = [
+    let cases: [RefusalCase; 5] = [
         (
             &[],
             over_limit,

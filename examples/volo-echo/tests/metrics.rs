@@ -242,6 +242,15 @@ async fn a_client_attempt_takes_its_status_from_the_trailers() {
     assert_eq!(call.count(&exhausted), 1, "{call:?}");
 }
 
+/// A request's extra headers and body, the code it is answered with and
+/// the reason it is counted under.
+type RefusalCase = (
+    &'static [(&'static str, &'static str)],
+    Bytes,
+    i32,
+    &'static str,
+);
+
 /// What the crate's own counter `name` holds for `method` and `reason`,
 /// once it holds anything.
 async fn refused(recorder: &Recorder, name: &str, method: &str, reason: &str) -> f64 {
@@ -266,7 +275,7 @@ async fn each_refused_request_message_is_counted_with_its_reason() {
     let mut over_limit = vec![0u8, 0xff, 0xff, 0xff, 0xff];
     over_limit.extend_from_slice(&[0u8; 64]);
     // Flag bit 1 is reserved; corrupt gzip; a protobuf field tag of 0.
-    let cases: [(&[(&str, &str)], Bytes, i32, &str); 5] = [
+    let cases: [RefusalCase; 5] = [
         (&[], Bytes::from(over_limit), 8, "over_limit"),
         (&[], flagged(2, b"hi"), 13, "bad_envelope"),
         (
