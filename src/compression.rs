@@ -46,6 +46,7 @@ use http::HeaderValue;
 pub use compress::Compressor;
 pub(crate) use decompress::Bounded;
 pub use decompress::Decompressor;
+pub(crate) use error::CodecError;
 
 use crate::status::{Code, Status};
 

@@ -185,6 +185,7 @@ where
     {
         let request = self.http_request::<S, M1>(request, path)?;
         let (parts, body) = request.into_parts();
+        let method = observe::Method::of(parts.uri.path());
         let (body, attempt) = observe::client_call(&parts, body);
         let (body, mut call) = ClientCall::start(&parts.headers, body);
         let request = http::Request::from_parts(parts, Body::new(body));
@@ -220,6 +221,7 @@ where
             body,
             self.limits,
         )
+        .observed(method)
         .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Response::from_parts(
             MetadataMap::from_headers(parts.headers),

@@ -112,6 +112,15 @@ impl<T: Message + Default> Streaming<T> {
         }
     }
 
+    /// Names the call's method in what is recorded of this stream.
+    pub(crate) fn observed(self, method: crate::observe::Method) -> Self {
+        let inner = self.inner.into_inner().observed(method);
+        Streaming {
+            inner: SyncWrapper::new(inner),
+            request_pump: self.request_pump,
+        }
+    }
+
     /// Ties the request's read-ahead to this stream, so a budget set on the
     /// stream counts what is read ahead too.
     pub(crate) fn set_request_pump(&mut self, pump: Pump) {

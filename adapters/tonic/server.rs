@@ -371,6 +371,7 @@ impl<C: FramingCodec> Grpc<C> {
             .encoding;
         let (parts, body) = req.into_parts();
         let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)
+            .observed(observe::Method::of(parts.uri.path()))
             .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Request::from_http(http::Request::from_parts(
             parts, messages,

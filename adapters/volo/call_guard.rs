@@ -61,6 +61,7 @@ where
     let (parts, body) = req.into_parts();
     // Armed, with the stream's budget, by the stream (`arm_request_pump`).
     let (body, pump) = read_ahead(body);
+    let pump = pump.observed(observe::Method::of(parts.uri.path()));
     let body = volo_grpc::body::boxed(body.map_err(volo_status));
     (
         http::Request::from_parts(parts, body),

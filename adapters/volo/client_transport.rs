@@ -281,17 +281,21 @@ where
         let body = attempt.response(&parts.headers, call.response_body(body));
         let binary = metadata::take_binary(&mut parts.headers);
         // volo-grpc's `Status` is large: boxed while it crosses the scope.
+        let method = crate::observe::Method::of(path.as_str());
         let message = with_response_headers(&parts.headers, || {
-            U::from_body(
-                Some(path.as_str()),
-                boxed(body.map_err(volo_status)),
-                Kind::Response(parts.status),
-                None,
-            )
-            .map_err(Box::new)
+            crate::observe::with_client_method(method, || {
+                U::from_body(
+                    Some(path.as_str()),
+                    boxed(body.map_err(volo_status)),
+                    Kind::Response(parts.status),
+                    None,
+                )
+                .map_err(Box::new)
+            })
         })
         .map_err(|status| *status)?;
         if !binary.is_empty() {
+            crate::observe::panic_shielded("response_binary_metadata", path.as_str());
             parts.extensions.insert(StashedBinary(binary));
         }
         let response = http::Response::from_parts(parts, message);

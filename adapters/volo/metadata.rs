@@ -122,6 +122,7 @@ where
         };
         if head.has_binary {
             let binary = take_binary(req.headers_mut());
+            crate::observe::panic_shielded("request_binary_metadata", req.uri().path());
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
         let (req, guard) = guard_request(req, head.timeout);

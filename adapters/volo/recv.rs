@@ -28,6 +28,7 @@ use crate::call::{Pump, SECOND_REQUEST_MESSAGE};
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
+use crate::observe::{Method, client_method};
 use crate::status::{Code, Status};
 
 /// Decodes pilota protobuf messages. Bytes fields of the message share its
@@ -104,6 +105,7 @@ enum Inner<T> {
         body: BoxBody,
         headers: ResponseHeaders,
         encoding: Option<CompressionEncoding>,
+        method: Method,
     },
     /// Only while moving from the state above to `Ready`.
     Moving,
@@ -129,12 +131,15 @@ impl<T: Message + Default> RecvStream<T> {
                 if request_pump.is_none() {
                     warn_unshielded();
                 }
+                let method = request_pump.as_ref().map(Pump::method).unwrap_or_default();
                 (
-                    Streaming::new_request(VoloBody { inner: body }, decoder, encoding),
+                    Streaming::new_request(VoloBody { inner: body }, decoder, encoding)
+                        .observed(method),
                     true,
                 )
             }
             Kind::Response(status) => {
+                let method = client_method();
                 if let Some(headers) = scoped_response_headers() {
                     return RecvStream {
                         inner: Inner::AwaitingHeaders {
@@ -142,6 +147,7 @@ impl<T: Message + Default> RecvStream<T> {
                             body,
                             headers,
                             encoding,
+                            method,
                         },
                         limits,
                         budget,
@@ -153,7 +159,7 @@ impl<T: Message + Default> RecvStream<T> {
                 let headers = encoding_headers(encoding);
                 let body = WithoutLayer::new(VoloBody { inner: body });
                 (
-                    Streaming::new_response(status, &headers, body, decoder),
+                    Streaming::new_response(status, &headers, body, decoder).observed(method),
                     false,
                 )
             }
@@ -205,6 +211,7 @@ impl<T: Message + Default> RecvStream<T> {
                 body,
                 headers,
                 encoding,
+                method,
             } = std::mem::replace(&mut self.inner, Inner::Moving)
         {
             let mut headers = headers.take();
@@ -217,7 +224,7 @@ impl<T: Message + Default> RecvStream<T> {
                 VoloBody { inner: body },
                 PilotaDecoder::new(),
             );
-            let streaming = streaming.with_limits(self.limits);
+            let streaming = streaming.with_limits(self.limits).observed(method);
             self.inner = Inner::Ready(with_budget(streaming, self.budget.clone()));
         }
         match &mut self.inner {

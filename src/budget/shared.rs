@@ -83,6 +83,14 @@ struct Waiter {
     deadline: Instant,
 }
 
+impl Waiter {
+    /// When the wait began: its deadline less the budget's wait, so no
+    /// clock is read for it.
+    fn since(&self, max_wait: Duration) -> Instant {
+        self.deadline.checked_sub(max_wait).unwrap_or(self.deadline)
+    }
+}
+
 #[derive(Clone, Copy)]
 enum Resolution {
     /// Granted (already counted in `in_use`); `overdraft` if by that rule.
@@ -93,8 +101,13 @@ enum Resolution {
         reserve: usize,
         /// Whether the grant starts a message (else it grows one).
         starts: bool,
+        /// When the wait began.
+        since: Instant,
     },
-    TimedOut,
+    TimedOut {
+        /// When the wait began.
+        since: Instant,
+    },
 }
 
 impl SharedBudget {
@@ -320,6 +333,7 @@ impl Inner {
                 overdraft,
                 reserve,
                 starts: waiter.starts,
+                since: waiter.since(self.max_wait),
             },
         );
         woken.push(waiter.waker);
@@ -354,7 +368,10 @@ impl Inner {
                     break;
                 };
                 state.timed_out += 1;
-                state.resolved.insert(expired.id, Resolution::TimedOut);
+                let since = expired.since(self.max_wait);
+                state
+                    .resolved
+                    .insert(expired.id, Resolution::TimedOut { since });
                 woken.push(expired.waker);
             }
         }
@@ -475,11 +492,14 @@ impl Inner {
                 overdraft,
                 reserve,
                 starts,
+                since,
             }) => {
                 Self::collect(state, slot, bytes, overdraft, reserve, starts);
+                crate::observe::budget_waited(since, false);
                 return Some(Poll::Ready(Ok(())));
             }
-            Some(Resolution::TimedOut) => {
+            Some(Resolution::TimedOut { since }) => {
+                crate::observe::budget_waited(since, true);
                 slot.set_queued(None);
                 return Some(Poll::Ready(Err(self.exhausted(bytes, state.in_use))));
             }
@@ -570,9 +590,11 @@ impl ReceiveBudget for Inner {
             overdraft,
             reserve,
             starts,
+            since,
         }) = granted
         {
             Self::collect(&mut state, slot, bytes, overdraft, reserve, starts);
+            crate::observe::budget_waited(since, false);
         } else {
             self.start_timer(&mut state);
         }
@@ -637,7 +659,7 @@ impl ReceiveBudget for Inner {
                         slot.grant_overdraft();
                     }
                 }
-                Some(Resolution::TimedOut) | None => {}
+                Some(Resolution::TimedOut { .. }) | None => {}
             }
         }
         if slot.take_overdraft() {

@@ -19,7 +19,7 @@ pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::ClientDeadline;
 pub(crate) use deadline::Timer;
-#[cfg(feature = "tonic")]
+#[cfg(any(feature = "tonic", feature = "opentelemetry"))]
 pub(crate) use deadline::timeout_from_headers;
 pub(crate) use deadline::{Pumped, ServerDeadline, timer_for};
 #[cfg(feature = "volo")]

@@ -36,6 +36,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::PolledFrame;
 use crate::budget::{Budget, Held};
+use crate::observe::Method;
 use crate::status::Status;
 
 /// The most of a request body taken ahead of its reader: 256 KiB, room for
@@ -83,7 +84,7 @@ where
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
             body: Some(body),
-            backlog: Backlog::default(),
+            backlog: Backlog::new(),
             end: None,
             armed: false,
             waking: None,
@@ -92,7 +93,11 @@ where
         }),
     });
     let pump_shared: Arc<dyn Pumpable> = shared.clone();
-    (ReadAheadBody { shared }, Pump(pump_shared))
+    let pump = Pump {
+        shared: pump_shared,
+        method: Method::default(),
+    };
+    (ReadAheadBody { shared }, pump)
 }
 
 /// The half of a [`read_ahead`] split that the handler reads: the request
@@ -104,7 +109,13 @@ pub struct ReadAheadBody<B> {
 /// The half of a [`read_ahead`] split that moves ready frames into the
 /// backlog. Cheap to clone; every clone drives the same body.
 #[derive(Clone)]
-pub struct Pump(Arc<dyn Pumpable>);
+pub struct Pump {
+    shared: Arc<dyn Pumpable>,
+    /// The call's method, for the request stream the pump is armed by (a
+    /// volo-grpc stream sees its body, not its request).
+    #[cfg_attr(not(feature = "volo"), allow(dead_code))]
+    method: Method,
+}
 
 impl std::fmt::Debug for Pump {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -117,27 +128,40 @@ impl Pump {
     /// `cx` to be woken when more arrive; nothing before [`arm`](Self::arm).
     /// Returns whether the pump is armed.
     pub fn pump(&self, cx: &mut Context<'_>) -> bool {
-        self.0.pump(cx)
+        self.shared.pump(cx)
+    }
+
+    /// Names the call's method, for what is recorded of its request stream.
+    #[cfg(feature = "volo")]
+    pub fn observed(mut self, method: Method) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The call's method, as [`observed`](Self::observed) named it.
+    #[cfg(feature = "volo")]
+    pub fn method(&self) -> Method {
+        self.method.clone()
     }
 
     /// Lets the pump read ahead, counting what it holds against `budget`
     /// (the one the request's decoder counts against). Arming again moves
     /// what is held to the new budget.
     pub fn arm(&self, budget: Option<Budget>) {
-        self.0.arm(budget);
+        self.shared.arm(budget);
     }
 
     /// Ends the reader's body with `status` after what it already holds is
     /// discarded, and drops the transport body (the call is over).
     pub fn end_with(&self, status: Status) {
-        self.0.end_with(status);
+        self.shared.end_with(status);
     }
 
     /// Whether nothing is left to read from the transport: the body ended,
     /// failed, was ended, or its reader is gone. A finished pump needs no
     /// more polling, so a response need not carry it.
     pub fn finished(&self) -> bool {
-        self.0.finished()
+        self.shared.finished()
     }
 }
 
@@ -219,11 +243,32 @@ struct Backlog {
     len: usize,
     /// Large frames held: while there is one, nothing more is taken ahead.
     large: usize,
+    /// Whether `len` is added to the process's read-ahead instrument: fixed
+    /// when the call starts, so what is added is also taken away.
+    counted: bool,
 }
 
 impl Backlog {
+    fn new() -> Self {
+        Self::with_counted(crate::observe::read_ahead_counted())
+    }
+
+    fn with_counted(counted: bool) -> Self {
+        Backlog {
+            frames: VecDeque::new(),
+            small: BytesMut::new(),
+            next_chunk: 0,
+            len: 0,
+            large: 0,
+            counted,
+        }
+    }
+
     fn push(&mut self, data: Bytes) {
         self.len += data.len();
+        if self.counted {
+            crate::observe::read_ahead_held(data.len() as i64);
+        }
         if data.len() < SMALL_FRAME {
             if self.small.capacity() - self.small.len() < data.len() {
                 // Chunks of a fixed size each: no buffer grows (and copies).
@@ -270,12 +315,24 @@ impl Backlog {
             None => return None,
         };
         self.len -= data.len();
+        if self.counted {
+            crate::observe::read_ahead_held(-(data.len() as i64));
+        }
         debug_assert!(self.len == 0 || !self.frames.is_empty() || !self.small.is_empty());
         Some(data)
     }
 
     fn clear(&mut self) {
-        *self = Backlog::default();
+        // The dropped backlog gives its bytes back.
+        *self = Backlog::with_counted(self.counted);
+    }
+}
+
+impl Drop for Backlog {
+    fn drop(&mut self) {
+        if self.counted && self.len > 0 {
+            crate::observe::read_ahead_held(-(self.len as i64));
+        }
     }
 }
 

@@ -8,7 +8,8 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 use super::deadline::{GRPC_TIMEOUT, parse_timeout};
 use crate::binary_metadata::{is_binary_value, malformed_binary_message};
 use crate::compression::{CompressionEncoding, EncodingSet, GRPC_ENCODING};
-use crate::status::Status;
+use crate::observe;
+use crate::status::{Code, Status};
 
 static ENCODING: HeaderName = HeaderName::from_static(GRPC_ENCODING);
 
@@ -65,9 +66,17 @@ pub fn read_request_head(
 }
 
 /// `status`, for a request to `path` that the call layer refused before
-/// serving it: the one place such a refusal is logged.
+/// serving it: the one place such a refusal is logged. A `grpc-encoding`
+/// this build does not read (the only refusal answered `UNIMPLEMENTED`)
+/// refuses the request's messages: it is counted with them.
 pub fn refused(path: &str, status: Status) -> Status {
-    crate::observe::request_refused(path, &status);
+    if status.code() == Code::Unimplemented {
+        let method = observe::Method::of(path);
+        let reason = observe::Refusal::UnsupportedEncoding;
+        observe::message_refused(observe::Side::Server, &method, reason, &status);
+    } else {
+        observe::request_refused(path, &status);
+    }
     status
 }
 

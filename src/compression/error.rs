@@ -42,16 +42,19 @@ impl CodecError {
     }
 
     /// The `internal` status of a failed `action` ("compression",
-    /// "decompression") with `encoding`.
+    /// "decompression") with `encoding`, with this error as its source (so
+    /// what reads the status can tell a codec's failure from the others).
     pub(crate) fn into_status(self, encoding: CompressionEncoding, action: &str) -> Status {
-        let status = Status::new(
+        Status::new(
             Code::Internal,
             format!("{encoding} {action} failed: {}", self.what),
-        );
-        match self.source {
-            Some(source) => status.with_source(BoxedSource(source)),
-            None => status,
-        }
+        )
+        .with_source(self)
+    }
+
+    /// Whether `status` is a codec's failure ([`into_status`](Self::into_status)).
+    pub(crate) fn is_source_of(status: &Status) -> bool {
+        StdError::source(status).is_some_and(|source| source.is::<CodecError>())
     }
 }
 
@@ -61,19 +64,11 @@ impl fmt::Display for CodecError {
     }
 }
 
-/// A boxed library error as a [`Status`] source.
-#[derive(Debug)]
-struct BoxedSource(Box<dyn StdError + Send + Sync + 'static>);
-
-impl fmt::Display for BoxedSource {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl StdError for BoxedSource {
+// Displayed as the library's error when there is one (`what` is its
+// text), and its causes are the library error's own.
+impl StdError for CodecError {
     fn source(&self) -> Option<&(dyn StdError + 'static)> {
-        self.0.source()
+        self.source.as_ref().and_then(|source| source.source())
     }
 }
 

@@ -113,9 +113,7 @@ impl PayloadSink {
     fn encoding(&self) -> Result<CompressionEncoding, Status> {
         match self.encoding {
             Some(encoding) if !encoding.is_identity() => Ok(encoding),
-            _ => Err(Status::internal(
-                "protocol error: compressed message on a stream without a grpc-encoding",
-            )),
+            _ => Err(Status::internal(crate::observe::NO_ENCODING)),
         }
     }
 

@@ -15,6 +15,7 @@ use http_body_util::BodyExt;
 use super::assembler::{Decoded, EnvelopeAssembler};
 use crate::compression::CompressionEncoding;
 use crate::envelope::Limits;
+use crate::observe::{self, Method, Refusal, Side};
 use crate::status::{Code, Status};
 
 /// Turns one received message into an item.
@@ -103,6 +104,9 @@ pub struct Streaming<D> {
     outcome: Option<Result<(), Status>>,
     /// Whether the outcome has been reported through `poll_next`.
     reported: bool,
+    /// The call's method, for what is recorded of the stream (kept only
+    /// when something records it).
+    method: Method,
 }
 
 impl<D: MessageDecoder> Streaming<D> {
@@ -168,11 +172,28 @@ impl<D: MessageDecoder> Streaming<D> {
             trailers: None,
             outcome: None,
             reported: false,
+            method: Method::default(),
         };
         if let Some(status) = refused {
             stream.finish_with(Err(status));
         }
         stream
+    }
+
+    /// Names the call's method in what is recorded of this stream:
+    /// refusals and peer errors.
+    #[cfg(any(feature = "tonic", feature = "volo"))]
+    pub(crate) fn observed(mut self, method: Method) -> Self {
+        self.method = method;
+        self
+    }
+
+    /// The end of the call this stream reads.
+    fn side(&self) -> Side {
+        match self.role {
+            Role::Request => Side::Server,
+            Role::Response(_) => Side::Client,
+        }
     }
 
     /// Sets the receive limit (default 4 MiB) for messages not yet started.
@@ -285,7 +306,7 @@ impl<D: MessageDecoder> Streaming<D> {
                         }
                     }
                 }
-                Err(status) => return Poll::Ready(Some(Err(self.fail(status)))),
+                Err(status) => return Poll::Ready(Some(Err(self.refuse(status)))),
             }
             let Some(body) = self.body.as_mut() else {
                 // Only a failed or finished stream drops its body.
@@ -300,11 +321,20 @@ impl<D: MessageDecoder> Streaming<D> {
                         }
                     }
                 },
-                Some(Err(status)) => return Poll::Ready(Some(Err(self.fail(status)))),
+                Some(Err(status)) => {
+                    // The deadline ends a body too; its own instrument
+                    // counts it.
+                    if status.code() != Code::DeadlineExceeded {
+                        observe::peer_error(self.side(), &self.method, &status);
+                    }
+                    return Poll::Ready(Some(Err(self.fail(status))));
+                }
                 None => {
                     self.body = None;
-                    let outcome = self.assembler.finish().and_then(|()| self.end_status());
-                    if let Err(status) = outcome {
+                    if let Err(status) = self.assembler.finish() {
+                        return Poll::Ready(Some(Err(self.refuse(status))));
+                    }
+                    if let Err(status) = self.end_status() {
                         return Poll::Ready(Some(Err(self.fail(status))));
                     }
                     self.finish_with(Ok(()));
@@ -335,6 +365,14 @@ impl<D: MessageDecoder> Streaming<D> {
         }
     }
 
+    /// Ends the stream with the status the envelope assembler refused a
+    /// message with: the one place such a refusal is recorded.
+    fn refuse(&mut self, status: Status) -> Status {
+        let reason = Refusal::of_envelope_error(&status);
+        observe::message_refused(self.side(), &self.method, reason, &status);
+        self.fail(status)
+    }
+
     /// Ends the stream with `status`, already reported to the caller.
     fn fail(&mut self, status: Status) -> Status {
         self.finish_with(Err(status.clone()));
@@ -363,7 +401,11 @@ impl<D: MessageDecoder> Stream for Streaming<D> {
         match ready!(this.poll_message(cx)) {
             Some(Ok(message)) => match this.decoder.decode(message) {
                 Ok(item) => Poll::Ready(Some(Ok(item))),
-                Err(status) => Poll::Ready(Some(Err(this.fail(status)))),
+                Err(status) => {
+                    let side = this.side();
+                    observe::message_refused(side, &this.method, Refusal::BadMessage, &status);
+                    Poll::Ready(Some(Err(this.fail(status))))
+                }
             },
             Some(Err(status)) => Poll::Ready(Some(Err(status))),
             None => match &this.outcome {

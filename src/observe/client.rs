@@ -6,7 +6,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -36,6 +36,9 @@ struct Live {
     received: MessageBytes,
     /// A trailers-only answer's status, read from its headers.
     status: Option<Code>,
+    /// The call's `grpc-timeout`: a `DEADLINE_EXCEEDED` end past it is a
+    /// deadline end.
+    timeout: Option<Duration>,
 }
 
 impl Live {
@@ -46,7 +49,11 @@ impl Live {
             KeyValue::new(names::STATUS, code.as_str()),
         ];
         let instruments = &self.instruments;
-        let seconds = self.start.elapsed().as_secs_f64();
+        let elapsed = self.start.elapsed();
+        if code == Code::DeadlineExceeded && self.timeout.is_some_and(|t| elapsed >= t) {
+            instruments.client_deadline_ended.add(1, &attributes[..2]);
+        }
+        let seconds = elapsed.as_secs_f64();
         instruments.client_duration.record(seconds, &attributes);
         // One attempt, started as the call started: the call's time is the
         // attempt's.
@@ -123,6 +130,7 @@ pub(crate) fn client_call<B>(parts: &http::request::Parts, body: B) -> (Counted<
         sent: sent.clone(),
         received: MessageBytes::default(),
         status: None,
+        timeout: crate::call::timeout_from_headers(&parts.headers),
     };
     (Counted::new(body, Some(sent)), ClientAttempt(Some(attempt)))
 }

@@ -10,6 +10,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
+use super::codec::{Method, Refusal, Side};
 use crate::status::Status;
 
 /// A request the call layer refused before serving it, at `debug`: the
@@ -25,6 +26,79 @@ pub(crate) fn request_refused(path: &str, status: &Status) {
             status_message = status.message(),
             "grpc-stream-codec refused a request"
         );
+    }
+}
+
+/// A message the crate refused, at `debug`: the stream's method, why, and
+/// the status sent to the peer (a server) or returned to the application (a
+/// client).
+pub(crate) fn message_refused(side: Side, method: &Method, reason: Refusal, status: &Status) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let (service, method) = method_fields(method);
+        tracing::debug!(
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+            rpc.grpc.status_code = status.code() as i32,
+            status_message = status.message(),
+            reason = reason.as_str(),
+            side = side.as_str(),
+            "grpc-stream-codec refused a message"
+        );
+    }
+}
+
+/// A peer's stream that failed under its reader (a reset, a transport
+/// error), at `debug`, with the status the reader got.
+pub(crate) fn peer_error(side: Side, method: &Method, status: &Status) {
+    if tracing::enabled!(tracing::Level::DEBUG) {
+        let (service, method) = method_fields(method);
+        tracing::debug!(
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+            rpc.grpc.status_code = status.code() as i32,
+            status_message = status.message(),
+            side = side.as_str(),
+            "grpc-stream-codec: the peer's stream failed"
+        );
+    }
+}
+
+/// A framework panic the crate kept from happening, at `warn`, at most once
+/// a second for the process (with how many were not logged).
+#[cfg(feature = "volo")]
+pub(crate) fn panic_shielded(trigger: &'static str, path: &str) {
+    if tracing::enabled!(tracing::Level::WARN) {
+        panic_shielded_at(&PANICS_SHIELDED, now_secs(), trigger, path);
+    }
+}
+
+// Only volo-grpc has panics to shield; the unit test reads it on any build.
+#[cfg_attr(not(feature = "volo"), allow(dead_code))]
+fn panic_shielded_at(limit: &RateLimit, second: u64, trigger: &'static str, path: &str) {
+    if let Some(suppressed) = limit.admit(second) {
+        let (service, method) = service_and_method(path);
+        tracing::warn!(
+            rpc.system = "grpc",
+            rpc.service = service,
+            rpc.method = method,
+            trigger,
+            suppressed,
+            "grpc-stream-codec kept the framework from panicking on a peer's input"
+        );
+    }
+}
+
+#[cfg(feature = "volo")]
+static PANICS_SHIELDED: RateLimit = RateLimit::new();
+
+/// `rpc.service` and `rpc.method` of a stream's method (empty when not
+/// kept).
+fn method_fields(method: &Method) -> (&str, &str) {
+    match method.name() {
+        Some(name) => name.split_once('/').unwrap_or(("", name)),
+        None => ("", ""),
     }
 }
 
@@ -194,6 +268,25 @@ mod tests {
             assert_eq!(field(fields, "rpc.grpc.status_code"), Some("8"));
         }
         assert_eq!(field(&events[1].1, "suppressed"), Some("2"));
+    }
+
+    #[test]
+    fn shielded_panics_are_warnings_at_most_once_a_second() {
+        let captured = Captured::default();
+        let limit = RateLimit::new();
+        tracing::subscriber::with_default(captured.clone(), || {
+            for _ in 0..3 {
+                panic_shielded_at(&limit, 7, "request_binary_metadata", "/a.B/C");
+            }
+        });
+        let events = captured.0.lock().unwrap();
+        let [(level, fields)] = &events[..] else {
+            panic!("one a second: {}", events.len());
+        };
+        assert_eq!(*level, tracing::Level::WARN);
+        assert_eq!(field(fields, "trigger"), Some("request_binary_metadata"));
+        assert_eq!(field(fields, "rpc.service"), Some("a.B"));
+        assert_eq!(field(fields, "rpc.method"), Some("C"));
     }
 
     #[test]

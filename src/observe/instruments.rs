@@ -5,11 +5,15 @@
 #![cfg_attr(not(any(feature = "tonic", feature = "volo")), allow(dead_code))]
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, RwLock};
+use std::time::Instant;
 
-use opentelemetry::Value;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
+use opentelemetry::{KeyValue, Value};
+
+#[cfg(any(feature = "tonic", feature = "volo"))]
+use super::codec::{Method, Refusal, Side};
 
 /// The instrument and attribute names, as gRFC A66 spells them.
 pub mod names {
@@ -59,6 +63,46 @@ pub mod names {
     pub const OTHER_METHOD: &str = "other";
 }
 
+/// The crate's own instruments, named in A66's style in the crate's
+/// namespace: what it refuses, waits for and holds, and the framework
+/// panics it keeps from happening.
+pub mod codec_names {
+    /// Request messages a server refused (counter, `{message}`;
+    /// `grpc.method`, [`REASON`]). A request refused for its
+    /// `grpc-encoding` is counted here too, reason `unsupported_encoding`.
+    pub const SERVER_MESSAGES_REFUSED: &str = "grpc_stream_codec.server.messages_refused";
+    /// Response messages a client refused (counter, `{message}`;
+    /// `grpc.method`, [`REASON`]).
+    pub const CLIENT_MESSAGES_REFUSED: &str = "grpc_stream_codec.client.messages_refused";
+    /// Server calls that ended `DEADLINE_EXCEEDED` once their
+    /// `grpc-timeout` had passed (counter, `{call}`; `grpc.method`).
+    pub const SERVER_DEADLINE_ENDED: &str = "grpc_stream_codec.server.deadline_ended";
+    /// Client calls that ended `DEADLINE_EXCEEDED` once their deadline had
+    /// passed (counter, `{call}`; `grpc.method`, `grpc.target`).
+    pub const CLIENT_DEADLINE_ENDED: &str = "grpc_stream_codec.client.deadline_ended";
+    /// Time a stream waited for the receive budget, from the request that
+    /// could not be granted to its grant or time-out (histogram, `s`, A66's
+    /// latency boundaries; [`OUTCOME`]). Its count with outcome `timed_out`
+    /// is the time-outs, with or without `observe_budget`.
+    pub const BUDGET_WAIT_DURATION: &str = "grpc_stream_codec.receive_budget.wait_duration";
+    /// Request bytes servers have read ahead of their handlers and hold now,
+    /// over all calls (gauge, `By`).
+    pub const READ_AHEAD_HELD: &str = "grpc_stream_codec.server.read_ahead.held";
+    /// Framework panics the crate kept from happening (counter, `{panic}`;
+    /// [`TRIGGER`]).
+    pub const PANICS_SHIELDED: &str = "grpc_stream_codec.framework_panics_shielded";
+
+    /// Why a message was refused: `over_limit`, `bad_envelope`,
+    /// `bad_compression`, `unsupported_encoding`, `bad_message`.
+    pub const REASON: &str = "grpc_stream_codec.reason";
+    /// How a wait for the budget ended: `granted` or `timed_out`.
+    pub const OUTCOME: &str = "grpc_stream_codec.outcome";
+    /// What would have made the framework panic: `request_binary_metadata`
+    /// (volo-grpc's server scan), `response_binary_metadata` (volo-grpc's
+    /// client scan).
+    pub const TRIGGER: &str = "grpc_stream_codec.trigger";
+}
+
 /// A66's boundaries for latencies, in seconds.
 const LATENCY_BOUNDARIES: [f64; 41] = [
     0.0, 0.00001, 0.00005, 0.0001, 0.0003, 0.0006, 0.0008, 0.001, 0.002, 0.003, 0.004, 0.005,
@@ -102,6 +146,13 @@ pub(crate) struct Instruments {
     pub(crate) client_sent: Histogram<u64>,
     pub(crate) client_rcvd: Histogram<u64>,
     pub(crate) client_call_duration: Histogram<f64>,
+    pub(crate) server_refused: Counter<u64>,
+    pub(crate) client_refused: Counter<u64>,
+    pub(crate) server_deadline_ended: Counter<u64>,
+    pub(crate) client_deadline_ended: Counter<u64>,
+    budget_wait: Histogram<f64>,
+    #[cfg_attr(not(feature = "volo"), allow(dead_code))]
+    panics_shielded: Counter<u64>,
     methods: Mutex<HashMap<Box<str>, Value>>,
 }
 
@@ -162,6 +213,35 @@ impl Instruments {
                 names::CLIENT_CALL_DURATION,
                 "Time from a client call's start to its status",
             ),
+            server_refused: meter
+                .u64_counter(codec_names::SERVER_MESSAGES_REFUSED)
+                .with_unit("{message}")
+                .with_description("Request messages a server refused, by reason")
+                .build(),
+            client_refused: meter
+                .u64_counter(codec_names::CLIENT_MESSAGES_REFUSED)
+                .with_unit("{message}")
+                .with_description("Response messages a client refused, by reason")
+                .build(),
+            server_deadline_ended: meter
+                .u64_counter(codec_names::SERVER_DEADLINE_ENDED)
+                .with_unit("{call}")
+                .with_description("Server calls ended by their deadline")
+                .build(),
+            client_deadline_ended: meter
+                .u64_counter(codec_names::CLIENT_DEADLINE_ENDED)
+                .with_unit("{call}")
+                .with_description("Client calls ended by their deadline")
+                .build(),
+            budget_wait: seconds(
+                codec_names::BUDGET_WAIT_DURATION,
+                "Time a stream waited for the receive budget",
+            ),
+            panics_shielded: meter
+                .u64_counter(codec_names::PANICS_SHIELDED)
+                .with_unit("{panic}")
+                .with_description("Framework panics the crate kept from happening")
+                .build(),
             methods: Mutex::new(HashMap::new()),
         }
     }
@@ -216,6 +296,15 @@ static INSTRUMENTS: RwLock<Option<Arc<Instruments>>> = RwLock::new(None);
 /// ```
 pub fn install(meter: &Meter) {
     let instruments = Arc::new(Instruments::new(meter));
+    meter
+        .u64_observable_gauge(codec_names::READ_AHEAD_HELD)
+        .with_unit("By")
+        .with_description("Request bytes servers hold read ahead of their handlers")
+        .with_callback(|observer| {
+            let held = READ_AHEAD_HELD.load(Ordering::Relaxed).max(0);
+            observer.observe(held.unsigned_abs(), &[]);
+        })
+        .build();
     *INSTRUMENTS.write().unwrap_or_else(|e| e.into_inner()) = Some(instruments);
     ON.store(true, Ordering::Release);
 }
@@ -227,7 +316,6 @@ pub fn installed() -> bool {
 
 /// The installed instruments; `None` (one relaxed load) when none are.
 #[inline]
-#[cfg(any(feature = "tonic", feature = "volo"))]
 pub(crate) fn instruments() -> Option<Arc<Instruments>> {
     if !ON.load(Ordering::Relaxed) {
         return None;
@@ -236,4 +324,59 @@ pub(crate) fn instruments() -> Option<Arc<Instruments>> {
         .read()
         .unwrap_or_else(|e| e.into_inner())
         .clone()
+}
+
+/// Bytes counted read-ahead now, over every call that counts them.
+static READ_AHEAD_HELD: AtomicI64 = AtomicI64::new(0);
+
+/// See `codec::read_ahead_held`.
+#[inline]
+pub(crate) fn read_ahead_held(delta: i64) {
+    READ_AHEAD_HELD.fetch_add(delta, Ordering::Relaxed);
+}
+
+/// See `codec::budget_waited`.
+#[inline]
+pub(crate) fn budget_waited(since: Instant, timed_out: bool) {
+    let Some(instruments) = instruments() else {
+        return;
+    };
+    let outcome = if timed_out { "timed_out" } else { "granted" };
+    instruments.budget_wait.record(
+        since.elapsed().as_secs_f64(),
+        &[KeyValue::new(codec_names::OUTCOME, outcome)],
+    );
+}
+
+/// See `codec::message_refused`.
+#[cfg(any(feature = "tonic", feature = "volo"))]
+pub(crate) fn message_refused(side: Side, method: &Method, reason: Refusal) {
+    let Some(instruments) = instruments() else {
+        return;
+    };
+    let counter = match side {
+        Side::Server => &instruments.server_refused,
+        Side::Client => &instruments.client_refused,
+    };
+    let method = match method.name() {
+        Some(name) => Value::from(name.clone()),
+        None => Value::from(names::OTHER_METHOD),
+    };
+    counter.add(
+        1,
+        &[
+            KeyValue::new(names::METHOD, method),
+            KeyValue::new(codec_names::REASON, reason.as_str()),
+        ],
+    );
+}
+
+/// See `codec::panic_shielded`.
+#[cfg(feature = "volo")]
+pub(crate) fn panic_shielded(trigger: &'static str) {
+    if let Some(instruments) = instruments() {
+        instruments
+            .panics_shielded
+            .add(1, &[KeyValue::new(codec_names::TRIGGER, trigger)]);
+    }
 }

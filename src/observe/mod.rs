@@ -15,6 +15,7 @@
 mod budget;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 mod client;
+mod codec;
 #[cfg(any(feature = "tonic", feature = "volo"))]
 mod events;
 #[cfg(feature = "opentelemetry")]
@@ -29,7 +30,15 @@ pub use budget::{budget_names, observe_budget};
 #[cfg(any(feature = "tonic", feature = "volo"))]
 pub(crate) use events::{budget_timed_out, request_refused};
 #[cfg(feature = "opentelemetry")]
-pub use instruments::{install, installed, names};
+pub use instruments::{codec_names, install, installed, names};
+
+pub(crate) use codec::{
+    Method, NO_ENCODING, Refusal, Side, budget_waited, message_refused, peer_error,
+};
+#[cfg(feature = "volo")]
+pub(crate) use codec::{client_method, panic_shielded, with_client_method};
+#[cfg(any(feature = "tonic", feature = "volo"))]
+pub(crate) use codec::{read_ahead_counted, read_ahead_held};
 
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 pub(crate) use client::client_call;

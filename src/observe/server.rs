@@ -5,7 +5,7 @@ use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::task::{Context, Poll};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use bytes::Bytes;
 use http::HeaderMap;
@@ -31,6 +31,9 @@ struct Live {
     sent: MessageBytes,
     /// A trailers-only answer's status, read from its headers.
     status: Option<Code>,
+    /// The call's `grpc-timeout`: a `DEADLINE_EXCEEDED` end past it is a
+    /// deadline end.
+    timeout: Option<Duration>,
 }
 
 impl Live {
@@ -40,9 +43,13 @@ impl Live {
             KeyValue::new(names::STATUS, code.as_str()),
         ];
         let instruments = &self.instruments;
+        let elapsed = self.start.elapsed();
+        if code == Code::DeadlineExceeded && self.timeout.is_some_and(|t| elapsed >= t) {
+            instruments.server_deadline_ended.add(1, &attributes[..1]);
+        }
         instruments
             .server_duration
-            .record(self.start.elapsed().as_secs_f64(), &attributes);
+            .record(elapsed.as_secs_f64(), &attributes);
         instruments
             .server_sent
             .record(self.sent.total(), &attributes);
@@ -88,6 +95,7 @@ pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>
         received,
         sent: MessageBytes::default(),
         status: None,
+        timeout: crate::call::timeout_from_headers(req.headers()),
     };
     (req, ServerCall(Some(call)))
 }

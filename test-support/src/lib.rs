@@ -21,6 +21,8 @@ pub mod alloc;
 pub mod behaviour;
 pub mod burst;
 pub mod data;
+#[cfg(feature = "events")]
+pub mod events;
 pub mod fixture;
 #[cfg(feature = "metrics")]
 pub mod metrics;

@@ -16,6 +16,15 @@ pub enum Arm {
     TonicFull,
     /// hyper's HTTP/2 server and prost, no gRPC framework: the floor.
     BareHyper,
+    /// [`Arm::Volo`] built without the crate's `opentelemetry` feature.
+    VoloOff,
+    /// [`Arm::Volo`] recording its metrics on a Prometheus exporter
+    /// (`--metrics-listen`).
+    VoloMetrics,
+    /// [`Arm::TonicFull`] built without the crate's `opentelemetry` feature.
+    TonicFullOff,
+    /// [`Arm::TonicFull`] recording its metrics on a Prometheus exporter.
+    TonicFullMetrics,
 }
 
 impl Arm {
@@ -29,6 +38,18 @@ impl Arm {
         Arm::BareHyper,
     ];
 
+    /// The metrics' cost (`--observe`): each server with the feature off,
+    /// as the README's run builds it (on, nothing installed), and recording
+    /// on an exporter.
+    pub const OBSERVE: [Arm; 6] = [
+        Arm::VoloOff,
+        Arm::Volo,
+        Arm::VoloMetrics,
+        Arm::TonicFullOff,
+        Arm::TonicFull,
+        Arm::TonicFullMetrics,
+    ];
+
     /// Short name used on the command line and in the JSON.
     pub fn key(self) -> &'static str {
         match self {
@@ -38,12 +59,19 @@ impl Arm {
             Arm::Tonic => "tonic-codec",
             Arm::TonicFull => "tonic-full",
             Arm::BareHyper => "bare-hyper",
+            Arm::VoloOff => "volo-off",
+            Arm::VoloMetrics => "volo-metrics",
+            Arm::TonicFullOff => "tonic-full-off",
+            Arm::TonicFullMetrics => "tonic-full-metrics",
         }
     }
 
     /// Parses [`Arm::key`].
     pub fn from_key(key: &str) -> Option<Arm> {
-        Arm::ALL.into_iter().find(|arm| arm.key() == key)
+        Arm::ALL
+            .into_iter()
+            .chain(Arm::OBSERVE)
+            .find(|arm| arm.key() == key)
     }
 
     /// Human-readable label for the table.
@@ -55,6 +83,10 @@ impl Arm {
             Arm::Tonic => "tonic + grpc-stream-codec",
             Arm::TonicFull => "tonic + grpc-stream-codec (full framing)",
             Arm::BareHyper => "bare hyper + prost (no framework)",
+            Arm::VoloOff => "volo-grpc + grpc-stream-codec, metrics feature off",
+            Arm::VoloMetrics => "volo-grpc + grpc-stream-codec, metrics on an exporter",
+            Arm::TonicFullOff => "tonic full framing, metrics feature off",
+            Arm::TonicFullMetrics => "tonic full framing, metrics on an exporter",
         }
     }
 
@@ -67,7 +99,19 @@ impl Arm {
             Arm::Tonic => ("tonic-echo-server", &[]),
             Arm::TonicFull => ("tonic-echo-server", &["--framing", "full"]),
             Arm::BareHyper => ("bare-echo-server", &[]),
+            Arm::VoloOff => (VOLO_OFF, &[]),
+            Arm::VoloMetrics => ("volo-echo-server", &["--metrics-listen", "127.0.0.1:0"]),
+            Arm::TonicFullOff => (TONIC_OFF, &["--framing", "full"]),
+            Arm::TonicFullMetrics => (
+                "tonic-echo-server",
+                &["--framing", "full", "--metrics-listen", "127.0.0.1:0"],
+            ),
         }
+    }
+
+    /// Whether the arm runs a server built without the metrics feature.
+    pub fn feature_off(self) -> bool {
+        matches!(self, Arm::VoloOff | Arm::TonicFullOff)
     }
 
     /// The stock arm this one is compared with (itself for stock arms).
@@ -75,6 +119,18 @@ impl Arm {
         match self {
             Arm::StockVolo | Arm::Volo => Arm::StockVolo,
             Arm::StockTonic | Arm::Tonic | Arm::TonicFull | Arm::BareHyper => Arm::StockTonic,
+            // The metrics' cost is read against the build without them,
+            // and that build against the usual one.
+            Arm::VoloOff => Arm::Volo,
+            Arm::VoloMetrics => Arm::VoloOff,
+            Arm::TonicFullOff => Arm::TonicFull,
+            Arm::TonicFullMetrics => Arm::TonicFullOff,
         }
     }
 }
+
+/// The volo-grpc example server built without the metrics feature (a copy
+/// made by [`crate::server::build_servers`]).
+pub const VOLO_OFF: &str = "volo-echo-server-metrics-off";
+/// The tonic example server built without the metrics feature.
+pub const TONIC_OFF: &str = "tonic-echo-server-metrics-off";

@@ -18,7 +18,14 @@
 //! cargo run --release -p e2e-bench -- --matrix --sections budget
 //! cargo run --release -p e2e-bench -- --matrix --sections unary,large
 //! cargo run --release -p e2e-bench -- --chart-from docs/e2e-bench.json
+//! cargo run --release -p e2e-bench -- --observe   # the metrics' cost
 //! ```
+//!
+//! `--observe` runs volo-grpc and tonic's full framing three ways each: built
+//! without the crate's `opentelemetry` feature, built as the other arms are
+//! (the example servers turn it on; nothing installed), and recording on a
+//! Prometheus exporter (`--metrics-listen`); each is compared with the one
+//! before it.
 //!
 //! Each run writes its JSON (`target/e2e-bench.json`, or
 //! `target/e2e-matrix.json` with `--matrix`) and an SVG chart of the same
@@ -84,7 +91,7 @@ pub struct Settings {
 fn usage() -> ! {
     eprintln!(
         "usage: e2e-bench [--full] [--rounds N] [--window SECS] [--warmup SECS]\n\
-         \x20                [--arms a,b,..] [--memory-streams N] [--json PATH] [--no-build]\n\
+         \x20                [--arms a,b,..] [--observe] [--memory-streams N] [--json PATH] [--no-build]\n\
          \x20      e2e-bench [--matrix] [--saturate] [--matrix-arms a,b,..] [--cell-window SECS]\n\
          \x20                [--cell-warmup SECS] [--matrix-rounds N] [--matrix-streams N]\n\
          \x20                [--saturate-streams N] [--server-quota SHARE|none] [--pace-micros N]\n\
@@ -100,6 +107,7 @@ fn usage() -> ! {
          client arms: {}",
         Arm::ALL
             .iter()
+            .chain(Arm::OBSERVE.iter().filter(|arm| !Arm::ALL.contains(arm)))
             .map(|arm| arm.key())
             .collect::<Vec<_>>()
             .join(","),
@@ -280,6 +288,10 @@ fn parse_settings() -> Settings {
                     .collect();
                 settings.arm_keys = Some(keys);
             }
+            "--observe" => {
+                settings.arms = Arm::OBSERVE.to_vec();
+                settings.arm_keys = Some(Arm::OBSERVE.iter().map(|a| a.key().to_owned()).collect());
+            }
             "--chart-from" => settings.chart_from = Some(PathBuf::from(value())),
             "--json" => settings.json = PathBuf::from(value()),
             "--no-build" => settings.build = false,
@@ -435,7 +447,7 @@ fn main() -> std::process::ExitCode {
         return chart_from(path, settings.arm_keys.as_deref());
     }
     if settings.build {
-        server::build_servers();
+        server::build_servers(settings.arms.iter().any(|arm| arm.feature_off()));
     }
     // The client gets CPU 1, the servers CPU 0; threads inherit the mask.
     measure::pin_current_process(1);

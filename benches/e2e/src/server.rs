@@ -10,9 +10,34 @@ use crate::workspace_root;
 /// cargo invocation: built together, cargo would unify their dependencies'
 /// features, and volo-grpc's turn on `tracing`'s `log` feature, which costs
 /// every tonic arm about 7% more CPU per stream (callgrind) than a tonic
-/// service built on its own, as users build theirs.
-pub fn build_servers() {
+/// service built on its own, as users build theirs. With `feature_off`, each
+/// example server is first built without its default features (so without
+/// the crate's `opentelemetry` feature) and copied aside
+/// ([`crate::arms::VOLO_OFF`], [`crate::arms::TONIC_OFF`]).
+pub fn build_servers(feature_off: bool) {
     let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    let build = |args: &[&str]| {
+        let status = Command::new(&cargo)
+            .current_dir(workspace_root())
+            .args(["build", "--release"])
+            .args(args)
+            .status()
+            .expect("run cargo build");
+        assert!(status.success(), "building {args:?} failed");
+    };
+    if feature_off {
+        eprintln!("building the example servers without metrics (release)...");
+        let off = [
+            ("tonic-echo", "tonic-echo-server", crate::arms::TONIC_OFF),
+            ("volo-echo", "volo-echo-server", crate::arms::VOLO_OFF),
+        ];
+        for (package, binary, copy) in off {
+            build(&["-p", package, "--bin", binary, "--no-default-features"]);
+            let dir = crate::bin_dir();
+            std::fs::copy(dir.join(binary), dir.join(copy))
+                .unwrap_or_else(|err| panic!("copy {binary} to {copy}: {err}"));
+        }
+    }
     eprintln!("building the example servers (release)...");
     let builds: [&[&str]; 3] = [
         &["-p", "tonic-echo", "--bins"],
@@ -20,13 +45,7 @@ pub fn build_servers() {
         &["-p", "e2e-bench", "--bin", "bare-echo-server"],
     ];
     for package in builds {
-        let status = Command::new(&cargo)
-            .current_dir(workspace_root())
-            .args(["build", "--release"])
-            .args(package)
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "building {package:?} failed");
+        build(package);
     }
 }
 

@@ -13,7 +13,7 @@ use test_support::metrics::{Instrument, Recorder};
 use tonic_echo::adapter::{EchoRequest, EchoResponse};
 use tonic_echo::{Framing, ServeOptions};
 
-use grpc_stream_codec::observe::names;
+use grpc_stream_codec::observe::{codec_names, names};
 use raw::{LIMIT, SERVER_STREAM, UNARY, envelope, header};
 
 const BIDI: &str = "streamcodec.echo.v1.Echo/Bidi";
@@ -184,6 +184,13 @@ async fn a_deadline_is_recorded_as_deadline_exceeded() {
     assert_eq!(duration.count(&ended), 1, "{duration:?}");
     let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
     assert_eq!(sent.sum(&ended), sent_bytes as f64, "{sent:?}");
+    let deadline_ended = recorder.read(codec_names::SERVER_DEADLINE_ENDED);
+    assert_eq!(deadline_ended.unit, "{call}");
+    assert_eq!(
+        deadline_ended.sum(&[(names::METHOD, method(SERVER_STREAM))]),
+        1.0,
+        "{deadline_ended:?}"
+    );
 }
 
 #[tokio::test]
@@ -352,6 +359,14 @@ async fn a_client_deadline_is_recorded_as_deadline_exceeded() {
     ];
     let duration = recorder.read(names::CLIENT_ATTEMPT_DURATION);
     assert_eq!(duration.count(&ended), 1, "{duration:?}");
+    let by_method = [(names::METHOD, method(SERVER_STREAM))];
+    let client_ended = recorder
+        .read_when(codec_names::CLIENT_DEADLINE_ENDED, |i| {
+            i.sum(&by_method) >= 1.0
+        })
+        .await;
+    assert_eq!(client_ended.unit, "{call}");
+    assert_eq!(client_ended.sum(&by_method), 1.0, "{client_ended:?}");
 }
 
 #[tokio::test]
@@ -400,4 +415,253 @@ async fn the_receive_budget_is_read_when_the_meter_collects() {
         .read_when(budget_names::IN_USE, |i| i.last(&this) == Some(0.0))
         .await;
     assert_eq!(in_use.last(&this), Some(0.0), "{in_use:?}");
+}
+
+/// A request's extra headers and body, the code it is answered with and
+/// the reason it is counted under.
+type RefusalCase = (
+    &'static [(&'static str, &'static str)],
+    Vec<u8>,
+    tonic::Code,
+    &'static str,
+);
+
+/// What the crate's own counter `name` holds for `path`'s method and
+/// `reason`, once it holds anything.
+async fn refused(recorder: &Recorder, name: &str, path: &str, reason: &str) -> f64 {
+    let with = [(names::METHOD, method(path)), (codec_names::REASON, reason)];
+    recorder
+        .read_when(name, |i| i.sum(&with) >= 1.0)
+        .await
+        .sum(&with)
+}
+
+#[tokio::test]
+async fn each_refused_request_message_is_counted_with_its_reason() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let addr = start_server().await;
+    let client = raw::connect(addr).await;
+
+    let mut over_limit = header(0, LIMIT as u32 + 1);
+    over_limit.extend_from_slice(&[0; 64]);
+    // Flag bit 1 is reserved; corrupt zstd; a protobuf field tag of 0.
+    let cases: [RefusalCase; 5] = [
+        (
+            &[],
+            over_limit,
+            tonic::Code::ResourceExhausted,
+            "over_limit",
+        ),
+        (
+            &[],
+            envelope(2, b"hi"),
+            tonic::Code::Internal,
+            "bad_envelope",
+        ),
+        (
+            &[("grpc-encoding", "zstd")],
+            envelope(1, b"not zstd at all"),
+            tonic::Code::Internal,
+            "bad_compression",
+        ),
+        (
+            &[("grpc-encoding", "br")],
+            envelope(0, b""),
+            tonic::Code::Unimplemented,
+            "unsupported_encoding",
+        ),
+        (
+            &[],
+            envelope(0, &[0, 0, 0]),
+            tonic::Code::Internal,
+            "bad_message",
+        ),
+    ];
+    for (headers, body, code, reason) in cases {
+        let reply = raw::call(&client, UNARY, headers, body).await;
+        assert_eq!(reply.code(), code, "{reason}: {reply:?}");
+        let counted = refused(
+            recorder,
+            codec_names::SERVER_MESSAGES_REFUSED,
+            UNARY,
+            reason,
+        )
+        .await;
+        assert_eq!(counted, 1.0, "{reason}");
+    }
+    let all = recorder.read(codec_names::SERVER_MESSAGES_REFUSED);
+    assert_eq!(all.unit, "{message}");
+    assert_eq!(all.sum(&[]), 5.0, "{all:?}");
+}
+
+#[tokio::test]
+async fn a_response_message_a_client_refuses_is_counted_with_its_reason() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    // Flag bit 1 is reserved.
+    let script =
+        test_support::raw_h2::Script::full(&[], &envelope(2, b"hi"), &[("grpc-status", "0")]);
+    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
+
+    let status = full_client(addr)
+        .await
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
+    let counted = refused(
+        recorder,
+        codec_names::CLIENT_MESSAGES_REFUSED,
+        UNARY,
+        "bad_envelope",
+    )
+    .await;
+    assert_eq!(counted, 1.0);
+    let server = recorder.read(codec_names::SERVER_MESSAGES_REFUSED);
+    assert_eq!(
+        server.sum(&[]),
+        0.0,
+        "the client's, not a server's: {server:?}"
+    );
+}
+
+#[tokio::test]
+async fn read_ahead_bytes_are_held_while_the_handler_waits_and_given_back() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let addr = start_server().await;
+
+    // The handler sleeps before it reads: the call layer reads ahead.
+    let mut client = raw::connect(addr).await.ready().await.unwrap();
+    let (response, mut stream) = client
+        .send_request(
+            test_support::raw_h2::grpc_request(
+                raw::CLIENT_STREAM,
+                &[(tonic_echo::READ_DELAY_MILLIS, "1500")],
+            ),
+            false,
+        )
+        .unwrap();
+    let message = raw::message(&EchoRequest {
+        payload: vec![b'r'; 100].into(),
+        ..Default::default()
+    });
+    for _ in 0..10 {
+        stream
+            .send_data(bytes::Bytes::from(message.clone()), false)
+            .unwrap();
+    }
+    let sent = (10 * message.len()) as f64;
+    let held = recorder
+        .read_when(codec_names::READ_AHEAD_HELD, |i| i.last(&[]) == Some(sent))
+        .await;
+    assert_eq!(held.unit, "By");
+    assert_eq!(held.last(&[]), Some(sent), "{held:?}");
+
+    stream.send_data(bytes::Bytes::new(), true).unwrap();
+    let reply = raw::read_reply(response.await.unwrap()).await;
+    assert_eq!(reply.code(), tonic::Code::Ok, "{reply:?}");
+    let held = recorder
+        .read_when(codec_names::READ_AHEAD_HELD, |i| i.last(&[]) == Some(0.0))
+        .await;
+    assert_eq!(held.last(&[]), Some(0.0), "given back: {held:?}");
+}
+
+/// Sends `data` as flow control lets it go.
+async fn send_granted(stream: &mut h2::SendStream<bytes::Bytes>, mut data: bytes::Bytes) {
+    while !data.is_empty() {
+        stream.reserve_capacity(data.len().min(16_384));
+        let mut granted = stream.capacity();
+        while granted == 0 {
+            granted = std::future::poll_fn(|cx| stream.poll_capacity(cx))
+                .await
+                .expect("the stream is open")
+                .expect("flow control");
+        }
+        let chunk = data.split_to(granted.min(data.len()));
+        stream.send_data(chunk, false).unwrap();
+    }
+}
+
+#[tokio::test]
+async fn a_wait_for_the_receive_budget_is_timed_with_how_it_ended() {
+    use grpc_stream_codec::budget::{Budget, SharedBudget};
+    use std::time::Duration;
+
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    const WAIT: Duration = Duration::from_millis(300);
+    let budget: Budget = SharedBudget::new(1 << 20)
+        .with_max_wait(WAIT)
+        .with_overdraft_after(Duration::from_secs(60))
+        .into();
+    let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    tokio::spawn(tonic_echo::serve_full_with_budget(listener, budget.clone()));
+
+    // One call holds half of a 600,000-byte message: with the rest it is
+    // promised, the budget has no room for another such message.
+    let (wire, payload) = test_support::behaviour::wire::sized_request(600_000);
+    let mut client = raw::connect(addr).await.ready().await.unwrap();
+    let (held_response, mut held) = client
+        .send_request(
+            test_support::raw_h2::grpc_request(raw::CLIENT_STREAM, &[]),
+            false,
+        )
+        .unwrap();
+    send_granted(&mut held, wire.slice(..300_000)).await;
+    while budget.stats().in_use < 300_000 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    let big = move || EchoRequest {
+        payload: vec![b'w'; payload].into(),
+        ..Default::default()
+    };
+
+    // Another waits, and times out.
+    let status = full_client(addr)
+        .await
+        .client_stream(tokio_stream::iter([big()]))
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::ResourceExhausted, "{status:?}");
+    let timed_out = [(codec_names::OUTCOME, "timed_out")];
+    let waits = recorder
+        .read_when(codec_names::BUDGET_WAIT_DURATION, |i| {
+            i.count(&timed_out) >= 1
+        })
+        .await;
+    assert_eq!(waits.unit, "s");
+    assert_eq!(waits.count(&timed_out), 1, "{waits:?}");
+    assert!(waits.sum(&timed_out) >= WAIT.as_secs_f64(), "{waits:?}");
+    assert_eq!(waits.matching(&timed_out)[0].bounds, LATENCY_BOUNDS);
+
+    // A third waits until the held call's message is complete.
+    let mut third = full_client(addr).await;
+    let waiting =
+        tokio::spawn(async move { third.client_stream(tokio_stream::iter([big()])).await });
+    while budget.stats().waiting == 0 {
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    send_granted(&mut held, wire.slice(300_000..)).await;
+    held.send_data(bytes::Bytes::new(), true).unwrap();
+    let reply = raw::read_reply(held_response.await.unwrap()).await;
+    assert_eq!(reply.code(), tonic::Code::Ok, "{reply:?}");
+    let reply = waiting.await.unwrap().unwrap().into_inner();
+    assert_eq!(reply.count, 1);
+
+    let granted = [(codec_names::OUTCOME, "granted")];
+    let waits = recorder
+        .read_when(codec_names::BUDGET_WAIT_DURATION, |i| {
+            i.count(&granted) >= 1
+        })
+        .await;
+    assert!(waits.count(&granted) >= 1, "{waits:?}");
+    assert!(
+        waits.sum(&granted) >= 0.1,
+        "waited at least 100 ms: {waits:?}"
+    );
 }

@@ -17,7 +17,7 @@ use test_support::metrics::{Instrument, Recorder};
 use volo_echo::EchoService;
 use volo_echo::adapter::{EchoRequest, EchoResponse};
 
-use grpc_stream_codec::observe::names;
+use grpc_stream_codec::observe::{codec_names, names};
 
 const UNARY: &str = "streamcodec.echo.v1.Echo/Unary";
 const SERVER_STREAM: &str = "streamcodec.echo.v1.Echo/ServerStream";
@@ -240,4 +240,150 @@ async fn a_client_attempt_takes_its_status_from_the_trailers() {
     assert_eq!(duration.count(&exhausted), 1, "{duration:?}");
     let call = recorder.read(names::CLIENT_CALL_DURATION);
     assert_eq!(call.count(&exhausted), 1, "{call:?}");
+}
+
+/// A request's extra headers and body, the code it is answered with and
+/// the reason it is counted under.
+type RefusalCase = (
+    &'static [(&'static str, &'static str)],
+    Bytes,
+    i32,
+    &'static str,
+);
+
+/// What the crate's own counter `name` holds for `method` and `reason`,
+/// once it holds anything.
+async fn refused(recorder: &Recorder, name: &str, method: &str, reason: &str) -> f64 {
+    let with = [(names::METHOD, method), (codec_names::REASON, reason)];
+    recorder
+        .read_when(name, |i| i.sum(&with) >= 1.0)
+        .await
+        .sum(&with)
+}
+
+/// A message with the flag byte `flags`.
+fn flagged(flags: u8, payload: &[u8]) -> Bytes {
+    Bytes::from(test_support::raw_h2::envelope(flags, payload))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_refused_request_message_is_counted_with_its_reason() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    let mut over_limit = vec![0u8, 0xff, 0xff, 0xff, 0xff];
+    over_limit.extend_from_slice(&[0u8; 64]);
+    // Flag bit 1 is reserved; corrupt gzip; a protobuf field tag of 0.
+    let cases: [RefusalCase; 5] = [
+        (&[], Bytes::from(over_limit), 8, "over_limit"),
+        (&[], flagged(2, b"hi"), 13, "bad_envelope"),
+        (
+            &[("grpc-encoding", "gzip")],
+            flagged(1, b"not gzip at all"),
+            13,
+            "bad_compression",
+        ),
+        (
+            &[("grpc-encoding", "br")],
+            flagged(0, b""),
+            12,
+            "unsupported_encoding",
+        ),
+        (&[], flagged(0, &[0, 0, 0]), 13, "bad_message"),
+    ];
+    for (headers, body, code, reason) in cases {
+        let response = raw_call(server.addr, "Unary", headers, body).await;
+        assert_eq!(response.grpc_status(), Some(code), "{reason}: {response:?}");
+        let counted = refused(
+            recorder,
+            codec_names::SERVER_MESSAGES_REFUSED,
+            UNARY,
+            reason,
+        )
+        .await;
+        assert_eq!(counted, 1.0, "{reason}");
+    }
+    let all = recorder.read(codec_names::SERVER_MESSAGES_REFUSED);
+    assert_eq!(all.unit, "{message}");
+    assert_eq!(all.sum(&[]), 5.0, "{all:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_message_a_client_refuses_is_counted_with_its_reason() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    // Flag bit 1 is reserved.
+    let script = test_support::raw_h2::Script::full(
+        &[],
+        &test_support::raw_h2::envelope(2, b"hi"),
+        &[("grpc-status", "0")],
+    );
+    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
+
+    let status = volo_echo::adapter::client(addr, None)
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::Internal, "{status:?}");
+    let counted = refused(
+        recorder,
+        codec_names::CLIENT_MESSAGES_REFUSED,
+        UNARY,
+        "bad_envelope",
+    )
+    .await;
+    assert_eq!(counted, 1.0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deadline_end_is_counted_by_method() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    let response = raw_call(
+        server.addr,
+        "ServerStream",
+        &[("grpc-timeout", "100m"), (volo_echo::PACE_MICROS, "50000")],
+        envelope(false, &server_stream_request(1000, 10)),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some(4), "{response:?}");
+    let by_method = [(names::METHOD, SERVER_STREAM)];
+    let ended = recorder
+        .read_when(codec_names::SERVER_DEADLINE_ENDED, |i| {
+            i.sum(&by_method) >= 1.0
+        })
+        .await;
+    assert_eq!(ended.unit, "{call}");
+    assert_eq!(ended.sum(&by_method), 1.0, "{ended:?}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_shielded_framework_panic_is_counted_by_its_trigger() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    // volo-grpc 0.12.2 panics on any binary request header; the layer
+    // takes it out first.
+    let response = raw_call(
+        server.addr,
+        "Unary",
+        &[("x-trace-bin", "AAEC")],
+        envelope(false, &[]),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some(0), "{response:?}");
+    let trigger = [(codec_names::TRIGGER, "request_binary_metadata")];
+    let shielded = recorder.read(codec_names::PANICS_SHIELDED);
+    assert_eq!(shielded.unit, "{panic}");
+    assert_eq!(shielded.sum(&trigger), 1.0, "{shielded:?}");
+
+    // A call without binary metadata is not counted.
+    let response = raw_call(server.addr, "Unary", &[], envelope(false, &[])).await;
+    assert_eq!(response.grpc_status(), Some(0), "{response:?}");
+    let shielded = recorder.read(codec_names::PANICS_SHIELDED);
+    assert_eq!(shielded.sum(&[]), 1.0, "{shielded:?}");
 }

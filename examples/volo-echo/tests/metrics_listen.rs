@@ -127,10 +127,9 @@ fn scrape_a_budget_stall() {
     let relevant = |text: &str| {
         text.lines()
             .filter(|line| {
-                line.starts_with("grpc_stream_codec_receive_budget")
-                    || (line.starts_with("grpc_server_call")
-                        && line.contains("ClientStream")
-                        && !line.contains("_bucket"))
+                !line.contains("_bucket")
+                    && (line.starts_with("grpc_stream_codec_")
+                        || (line.starts_with("grpc_server_call") && line.contains("ClientStream")))
             })
             .collect::<Vec<_>>()
             .join("\n")
