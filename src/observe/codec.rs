@@ -131,29 +131,53 @@ fn wanted() -> bool {
 }
 
 /// Most distinct method names kept: a server sees whatever paths peers
-/// send; past this, new ones are `other` (as A66's `grpc.method`).
+/// send (volo-grpc's router answers unknown ones after this crate has seen
+/// them), and each name is a series in every instrument; past this, new
+/// ones are `other` (A66's `grpc.method` for them).
 #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
 const MAX_METHODS: usize = 1000;
 
 /// One shared string per method name, so a stream's name is a reference
-/// count once its method has been seen.
+/// count once its method has been seen. Each thread keeps the last name it
+/// was asked for: a service's calls mostly repeat a method, and then
+/// neither the shared map's lock nor its hash is touched.
 #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
-fn intern(name: &str) -> Arc<str> {
+pub(super) fn intern(name: &str) -> Arc<str> {
+    use std::cell::RefCell;
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
 
+    thread_local! {
+        static LAST: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+    }
     static NAMES: OnceLock<Mutex<HashMap<Box<str>, Arc<str>>>> = OnceLock::new();
     static OTHER: OnceLock<Arc<str>> = OnceLock::new();
-    let names = NAMES.get_or_init(Mutex::default);
-    let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(kept) = names.get(name) {
-        return kept.clone();
+
+    let last = LAST.with(|last| {
+        last.borrow()
+            .as_ref()
+            .filter(|kept| ***kept == *name)
+            .cloned()
+    });
+    if let Some(kept) = last {
+        return kept;
     }
-    if names.len() >= MAX_METHODS {
-        return OTHER.get_or_init(|| Arc::from("other")).clone();
-    }
-    let kept = Arc::<str>::from(name);
-    names.insert(name.into(), kept.clone());
+    let kept = {
+        let names = NAMES.get_or_init(Mutex::default);
+        let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
+        match names.get(name) {
+            Some(kept) => kept.clone(),
+            None if names.len() >= MAX_METHODS => {
+                return OTHER.get_or_init(|| Arc::from("other")).clone();
+            }
+            None => {
+                let kept = Arc::<str>::from(name);
+                names.insert(name.into(), kept.clone());
+                kept
+            }
+        }
+    };
+    LAST.with(|last| *last.borrow_mut() = Some(kept.clone()));
     kept
 }
 

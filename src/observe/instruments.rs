@@ -4,9 +4,8 @@
 // on them, so a build with neither reads none.
 #![cfg_attr(not(any(feature = "tonic", feature = "volo")), allow(dead_code))]
 
-use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
-use std::sync::{Arc, Mutex, RwLock};
+use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
 use opentelemetry::metrics::{Counter, Histogram, Meter};
@@ -129,12 +128,6 @@ const SIZE_BOUNDARIES: [f64; 14] = [
     4294967296.0,
 ];
 
-/// Most distinct method names given their own attribute value: a server
-/// sees whatever paths peers send (volo-grpc's router answers unknown ones
-/// after this crate has seen them), and each name is a series in every
-/// instrument; past this, names not yet seen are [`names::OTHER_METHOD`].
-const MAX_METHODS: usize = 1000;
-
 /// Every instrument the crate records on.
 pub(crate) struct Instruments {
     pub(crate) server_started: Counter<u64>,
@@ -153,7 +146,6 @@ pub(crate) struct Instruments {
     budget_wait: Histogram<f64>,
     #[cfg_attr(not(feature = "volo"), allow(dead_code))]
     panics_shielded: Counter<u64>,
-    methods: Mutex<HashMap<Box<str>, Value>>,
 }
 
 impl Instruments {
@@ -242,7 +234,6 @@ impl Instruments {
                 .with_unit("{panic}")
                 .with_description("Framework panics the crate kept from happening")
                 .build(),
-            methods: Mutex::new(HashMap::new()),
         }
     }
 
@@ -264,16 +255,7 @@ impl Instruments {
     }
 
     fn interned(&self, name: &str) -> Value {
-        let mut methods = self.methods.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(value) = methods.get(name) {
-            return value.clone();
-        }
-        if methods.len() >= MAX_METHODS {
-            return Value::from(names::OTHER_METHOD);
-        }
-        let value = Value::from(Arc::<str>::from(name));
-        methods.insert(name.into(), value.clone());
-        value
+        Value::from(super::codec::intern(name))
     }
 }
 

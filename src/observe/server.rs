@@ -118,7 +118,10 @@ pub(crate) fn server_response<B>(
 
 /// The code in `headers`' `grpc-status`, if they carry one.
 pub(super) fn status_of(headers: &HeaderMap) -> Option<Code> {
-    let value = headers.get("grpc-status")?;
+    // A name, not a `&str`: looking up by `&str` parses it on every call.
+    static GRPC_STATUS: http::HeaderName =
+        http::HeaderName::from_static(crate::status::GRPC_STATUS);
+    let value = headers.get(&GRPC_STATUS)?;
     let code = std::str::from_utf8(value.as_bytes())
         .ok()
         .and_then(|digits| digits.parse::<i32>().ok())

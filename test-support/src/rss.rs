@@ -68,7 +68,10 @@ mod tests {
         let block = vec![1u8; SIZE];
         std::hint::black_box(&block);
         let grown = peak().unwrap() - before;
-        assert!(grown >= SIZE as u64 * 9 / 10, "peak grew {grown} bytes");
+        // Other tests of the process run on other threads and may free
+        // memory meanwhile, lowering the resident baseline: half is plenty
+        // to tell 64 MiB of touched pages from none.
+        assert!(grown >= SIZE as u64 / 2, "peak grew {grown} bytes");
         drop(block);
         let after = reset_peak().unwrap();
         assert!(
