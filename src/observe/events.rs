@@ -13,17 +13,30 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use super::codec::{Method, Refusal, Side};
 use crate::status::Status;
 
+/// A `debug` event with the fields every refusal and peer error carries:
+/// the RPC's names and the status the other side was given.
+macro_rules! rpc_debug {
+    ($service:expr, $method:expr, $status:expr, $($rest:tt)*) => {
+        tracing::debug!(
+            rpc.system = "grpc",
+            rpc.service = $service,
+            rpc.method = $method,
+            rpc.grpc.status_code = $status.code() as i32,
+            status_message = $status.message(),
+            $($rest)*
+        )
+    };
+}
+
 /// A request the call layer refused before serving it, at `debug`: the
 /// method it named and the status sent to the peer.
 pub(crate) fn request_refused(path: &str, status: &Status) {
     if tracing::enabled!(tracing::Level::DEBUG) {
         let (service, method) = service_and_method(path);
-        tracing::debug!(
-            rpc.system = "grpc",
-            rpc.service = service,
-            rpc.method = method,
-            rpc.grpc.status_code = status.code() as i32,
-            status_message = status.message(),
+        rpc_debug!(
+            service,
+            method,
+            status,
             "grpc-stream-codec refused a request"
         );
     }
@@ -35,12 +48,10 @@ pub(crate) fn request_refused(path: &str, status: &Status) {
 pub(crate) fn message_refused(side: Side, method: &Method, reason: Refusal, status: &Status) {
     if tracing::enabled!(tracing::Level::DEBUG) {
         let (service, method) = method_fields(method);
-        tracing::debug!(
-            rpc.system = "grpc",
-            rpc.service = service,
-            rpc.method = method,
-            rpc.grpc.status_code = status.code() as i32,
-            status_message = status.message(),
+        rpc_debug!(
+            service,
+            method,
+            status,
             reason = reason.as_str(),
             side = side.as_str(),
             "grpc-stream-codec refused a message"
@@ -53,12 +64,10 @@ pub(crate) fn message_refused(side: Side, method: &Method, reason: Refusal, stat
 pub(crate) fn peer_error(side: Side, method: &Method, status: &Status) {
     if tracing::enabled!(tracing::Level::DEBUG) {
         let (service, method) = method_fields(method);
-        tracing::debug!(
-            rpc.system = "grpc",
-            rpc.service = service,
-            rpc.method = method,
-            rpc.grpc.status_code = status.code() as i32,
-            status_message = status.message(),
+        rpc_debug!(
+            service,
+            method,
+            status,
             side = side.as_str(),
             "grpc-stream-codec: the peer's stream failed"
         );
@@ -172,58 +181,10 @@ fn service_and_method(path: &str) -> (&str, &str) {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::{Arc, Mutex};
-
-    use tracing::field::{Field, Visit};
-    use tracing::span::{Attributes, Id, Record};
-    use tracing::{Event, Metadata, Subscriber};
+    use test_support::events::Captured;
 
     use super::*;
     use crate::status::Code;
-
-    /// An event's level and fields, as text.
-    type Seen = (tracing::Level, Vec<(String, String)>);
-
-    /// Every event.
-    #[derive(Clone, Default)]
-    struct Captured(Arc<Mutex<Vec<Seen>>>);
-
-    struct Fields(Vec<(String, String)>);
-
-    impl Visit for Fields {
-        fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-            self.0.push((field.name().to_owned(), format!("{value:?}")));
-        }
-        fn record_str(&mut self, field: &Field, value: &str) {
-            self.0.push((field.name().to_owned(), value.to_owned()));
-        }
-    }
-
-    impl Subscriber for Captured {
-        fn enabled(&self, _: &Metadata<'_>) -> bool {
-            true
-        }
-        fn new_span(&self, _: &Attributes<'_>) -> Id {
-            Id::from_u64(1)
-        }
-        fn record(&self, _: &Id, _: &Record<'_>) {}
-        fn record_follows_from(&self, _: &Id, _: &Id) {}
-        fn event(&self, event: &Event<'_>) {
-            let mut fields = Fields(Vec::new());
-            event.record(&mut fields);
-            let level = *event.metadata().level();
-            self.0.lock().unwrap().push((level, fields.0));
-        }
-        fn enter(&self, _: &Id) {}
-        fn exit(&self, _: &Id) {}
-    }
-
-    fn field<'a>(fields: &'a [(String, String)], name: &str) -> Option<&'a str> {
-        fields
-            .iter()
-            .find(|(field, _)| field == name)
-            .map(|(_, value)| value.as_str())
-    }
 
     #[test]
     fn a_refused_request_is_a_debug_event_with_rpc_fields() {
@@ -232,20 +193,17 @@ mod tests {
         tracing::subscriber::with_default(captured.clone(), || {
             request_refused("/streamcodec.echo.v1.Echo/Unary", &status);
         });
-        let events = captured.0.lock().unwrap();
-        let [(level, fields)] = &events[..] else {
+        let events = captured.all();
+        let [event] = &events[..] else {
             panic!("one event: {}", events.len());
         };
-        assert_eq!(*level, tracing::Level::DEBUG);
-        assert_eq!(field(fields, "rpc.system"), Some("grpc"));
+        assert_eq!(event.level, tracing::Level::DEBUG);
+        assert_eq!(event.field("rpc.system"), Some("grpc"));
+        assert_eq!(event.field("rpc.service"), Some("streamcodec.echo.v1.Echo"));
+        assert_eq!(event.field("rpc.method"), Some("Unary"));
+        assert_eq!(event.field("rpc.grpc.status_code"), Some("13"));
         assert_eq!(
-            field(fields, "rpc.service"),
-            Some("streamcodec.echo.v1.Echo")
-        );
-        assert_eq!(field(fields, "rpc.method"), Some("Unary"));
-        assert_eq!(field(fields, "rpc.grpc.status_code"), Some("13"));
-        assert_eq!(
-            field(fields, "status_message"),
+            event.field("status_message"),
             Some("malformed grpc-timeout")
         );
     }
@@ -261,13 +219,13 @@ mod tests {
             }
             budget_timed_out_at(&limit, 8, &status);
         });
-        let events = captured.0.lock().unwrap();
+        let events = captured.all();
         assert_eq!(events.len(), 2, "one a second");
-        for (level, fields) in events.iter() {
-            assert_eq!(*level, tracing::Level::WARN);
-            assert_eq!(field(fields, "rpc.grpc.status_code"), Some("8"));
+        for event in &events {
+            assert_eq!(event.level, tracing::Level::WARN);
+            assert_eq!(event.field("rpc.grpc.status_code"), Some("8"));
         }
-        assert_eq!(field(&events[1].1, "suppressed"), Some("2"));
+        assert_eq!(events[1].field("suppressed"), Some("2"));
     }
 
     #[test]
@@ -279,14 +237,14 @@ mod tests {
                 panic_shielded_at(&limit, 7, "request_binary_metadata", "/a.B/C");
             }
         });
-        let events = captured.0.lock().unwrap();
-        let [(level, fields)] = &events[..] else {
+        let events = captured.all();
+        let [event] = &events[..] else {
             panic!("one a second: {}", events.len());
         };
-        assert_eq!(*level, tracing::Level::WARN);
-        assert_eq!(field(fields, "trigger"), Some("request_binary_metadata"));
-        assert_eq!(field(fields, "rpc.service"), Some("a.B"));
-        assert_eq!(field(fields, "rpc.method"), Some("C"));
+        assert_eq!(event.level, tracing::Level::WARN);
+        assert_eq!(event.field("trigger"), Some("request_binary_metadata"));
+        assert_eq!(event.field("rpc.service"), Some("a.B"));
+        assert_eq!(event.field("rpc.method"), Some("C"));
     }
 
     #[test]

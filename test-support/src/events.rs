@@ -32,6 +32,11 @@ impl Seen {
 pub struct Captured(Arc<Mutex<Vec<Seen>>>);
 
 impl Captured {
+    /// Every event so far.
+    pub fn all(&self) -> Vec<Seen> {
+        self.0.lock().unwrap().clone()
+    }
+
     /// The events so far whose message contains `text`.
     pub fn with_message(&self, text: &str) -> Vec<Seen> {
         self.0
