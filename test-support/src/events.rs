@@ -17,6 +17,28 @@ pub struct Seen {
 }
 
 impl Seen {
+    /// Asserts the event's level and its RPC fields: `rpc.system` is
+    /// `grpc`, `rpc.service` and `rpc.method` name the Echo service's
+    /// `method`, and `code` is `rpc.grpc.status_code` when given.
+    pub fn assert_rpc(&self, level: Level, method: &str, code: Option<i32>) {
+        assert_eq!(self.level, level, "{self:?}");
+        assert_eq!(self.field("rpc.system"), Some("grpc"), "{self:?}");
+        assert_eq!(
+            self.field("rpc.service"),
+            Some("streamcodec.echo.v1.Echo"),
+            "{self:?}"
+        );
+        assert_eq!(self.field("rpc.method"), Some(method), "{self:?}");
+        if let Some(code) = code {
+            let code = code.to_string();
+            assert_eq!(
+                self.field("rpc.grpc.status_code"),
+                Some(code.as_str()),
+                "{self:?}"
+            );
+        }
+    }
+
     /// The value of field `name`, if the event has it.
     pub fn field(&self, name: &str) -> Option<&str> {
         self.fields
@@ -35,6 +57,15 @@ impl Captured {
     /// Every event so far.
     pub fn all(&self) -> Vec<Seen> {
         self.0.lock().unwrap().clone()
+    }
+
+    /// The one event so far whose message contains `text`; panics, listing
+    /// them, when there are more or none.
+    pub fn one(&self, text: &str) -> Seen {
+        match &self.with_message(text)[..] {
+            [event] => event.clone(),
+            events => panic!("one event saying {text:?}: {events:?}"),
+        }
     }
 
     /// The events so far whose message contains `text`.

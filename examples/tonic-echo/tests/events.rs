@@ -37,15 +37,8 @@ async fn a_refused_message_is_a_debug_event_with_the_rpc_fields_and_the_answer()
     let reply = raw::call(&raw::connect(addr).await, UNARY, &[], body).await;
     assert_eq!(reply.code(), tonic::Code::ResourceExhausted, "{reply:?}");
 
-    let events = captured.with_message("refused a message");
-    let [event] = &events[..] else {
-        panic!("one refusal: {events:?}");
-    };
-    assert_eq!(event.level, tracing::Level::DEBUG);
-    assert_eq!(event.field("rpc.system"), Some("grpc"));
-    assert_eq!(event.field("rpc.service"), Some("streamcodec.echo.v1.Echo"));
-    assert_eq!(event.field("rpc.method"), Some("Unary"));
-    assert_eq!(event.field("rpc.grpc.status_code"), Some("8"));
+    let event = captured.one("refused a message");
+    event.assert_rpc(tracing::Level::DEBUG, "Unary", Some(8));
     assert_eq!(event.field("reason"), Some("over_limit"));
     assert_eq!(event.field("side"), Some("server"));
     assert_eq!(
@@ -70,13 +63,8 @@ async fn a_refused_request_is_a_debug_event_with_the_rpc_fields() {
     .await;
     assert_eq!(reply.code(), tonic::Code::Internal, "{reply:?}");
 
-    let events = captured.with_message("refused a request");
-    let [event] = &events[..] else {
-        panic!("one refusal: {events:?}");
-    };
-    assert_eq!(event.level, tracing::Level::DEBUG);
-    assert_eq!(event.field("rpc.method"), Some("Unary"));
-    assert_eq!(event.field("rpc.grpc.status_code"), Some("13"));
+    let event = captured.one("refused a request");
+    event.assert_rpc(tracing::Level::DEBUG, "Unary", Some(13));
     assert_eq!(
         event.field("status_message"),
         Some("malformed grpc-timeout")
@@ -117,8 +105,6 @@ async fn a_peer_that_resets_its_stream_is_a_debug_event() {
     let [event] = &events[..] else {
         panic!("one peer error: {events:?}");
     };
-    assert_eq!(event.level, tracing::Level::DEBUG);
-    assert_eq!(event.field("rpc.system"), Some("grpc"));
-    assert_eq!(event.field("rpc.method"), Some("ClientStream"));
+    event.assert_rpc(tracing::Level::DEBUG, "ClientStream", None);
     assert_eq!(event.field("side"), Some("server"));
 }

@@ -22,15 +22,8 @@ async fn refusals_and_shielded_panics_are_events_with_the_rpc_fields() {
     let bad = bytes::Bytes::from(test_support::raw_h2::envelope(2, b"hi"));
     let response = raw_call(server.addr, "ClientStream", &[], bad).await;
     assert_eq!(response.grpc_status(), Some(13), "{response:?}");
-    let events = captured.with_message("refused a message");
-    let [event] = &events[..] else {
-        panic!("one refusal: {events:?}");
-    };
-    assert_eq!(event.level, tracing::Level::DEBUG);
-    assert_eq!(event.field("rpc.system"), Some("grpc"));
-    assert_eq!(event.field("rpc.service"), Some("streamcodec.echo.v1.Echo"));
-    assert_eq!(event.field("rpc.method"), Some("ClientStream"));
-    assert_eq!(event.field("rpc.grpc.status_code"), Some("13"));
+    let event = captured.one("refused a message");
+    event.assert_rpc(tracing::Level::DEBUG, "ClientStream", Some(13));
     assert_eq!(event.field("reason"), Some("bad_envelope"));
     assert_eq!(
         event.field("status_message").map(str::to_owned),
@@ -55,8 +48,6 @@ async fn refusals_and_shielded_panics_are_events_with_the_rpc_fields() {
         "one a second, not one a call: {events:?}"
     );
     let event = &events[0];
-    assert_eq!(event.level, tracing::Level::WARN);
-    assert_eq!(event.field("rpc.system"), Some("grpc"));
-    assert_eq!(event.field("rpc.method"), Some("Unary"));
+    event.assert_rpc(tracing::Level::WARN, "Unary", None);
     assert_eq!(event.field("trigger"), Some("request_binary_metadata"));
 }
