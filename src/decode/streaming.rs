@@ -184,6 +184,12 @@ impl<D: MessageDecoder> Streaming<D> {
     /// refusals and peer errors.
     #[cfg(any(feature = "tonic", feature = "volo"))]
     pub(crate) fn observed(mut self, method: Method) -> Self {
+        // A `200` response fails as it is made only for a `grpc-encoding`
+        // this build cannot read: its messages are refused unread.
+        if let (Role::Response(StatusCode::OK), Some(Err(status))) = (&self.role, &self.outcome) {
+            let reason = Refusal::UnsupportedEncoding;
+            observe::message_refused(Side::Client, &method, reason, status);
+        }
         self.method = method;
         self
     }

@@ -138,40 +138,63 @@ fn wanted() -> bool {
 const MAX_METHODS: usize = 1000;
 
 /// One shared string per method name, so a stream's name is a reference
-/// count once its method has been seen. Each thread keeps the last name it
-/// was asked for: a service's calls mostly repeat a method, and then
-/// neither the shared map's lock nor its hash is touched.
+/// count once its method has been seen.
 #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
 pub(super) fn intern(name: &str) -> Arc<str> {
+    intern_numbered(name).0
+}
+
+/// The number [`intern_numbered`] gives names past [`MAX_METHODS`] (which
+/// are all `other`).
+#[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
+pub(super) const OTHER_NUMBER: usize = MAX_METHODS;
+
+/// How many numbers [`intern_numbered`] hands out: a table indexed by them
+/// has one slot per name it can see.
+#[cfg(feature = "opentelemetry")]
+pub(super) const NUMBERS: usize = MAX_METHODS + 1;
+
+#[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
+type Names = std::sync::Mutex<std::collections::HashMap<Box<str>, (Arc<str>, usize)>>;
+
+#[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
+static NAMES: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
+
+/// [`intern`], with the name's number: names are numbered in the order
+/// they are first seen, from 0, so per-method counts can live in a table
+/// (`other` is [`OTHER_NUMBER`]). Each thread keeps the last name it was
+/// asked for: a service's calls mostly repeat a method, and then neither
+/// the shared map's lock nor its hash is touched.
+#[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
+pub(super) fn intern_numbered(name: &str) -> (Arc<str>, usize) {
     use std::cell::RefCell;
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
+    use std::sync::OnceLock;
 
     thread_local! {
-        static LAST: RefCell<Option<Arc<str>>> = const { RefCell::new(None) };
+        static LAST: RefCell<Option<(Arc<str>, usize)>> = const { RefCell::new(None) };
     }
-    static NAMES: OnceLock<Mutex<HashMap<Box<str>, Arc<str>>>> = OnceLock::new();
     static OTHER: OnceLock<Arc<str>> = OnceLock::new();
 
     let last = LAST.with(|last| {
         last.borrow()
             .as_ref()
-            .filter(|kept| ***kept == *name)
+            .filter(|(kept, _)| **kept == *name)
             .cloned()
     });
     if let Some(kept) = last {
         return kept;
     }
     let kept = {
-        let names = NAMES.get_or_init(Mutex::default);
+        let names = NAMES.get_or_init(Default::default);
         let mut names = names.lock().unwrap_or_else(|e| e.into_inner());
         match names.get(name) {
             Some(kept) => kept.clone(),
             None if names.len() >= MAX_METHODS => {
-                return OTHER.get_or_init(|| Arc::from("other")).clone();
+                let other = OTHER.get_or_init(|| Arc::from("other"));
+                return (other.clone(), OTHER_NUMBER);
             }
             None => {
-                let kept = Arc::<str>::from(name);
+                let kept = (Arc::<str>::from(name), names.len());
                 names.insert(name.into(), kept.clone());
                 kept
             }
@@ -179,6 +202,17 @@ pub(super) fn intern(name: &str) -> Arc<str> {
     };
     LAST.with(|last| *last.borrow_mut() = Some(kept.clone()));
     kept
+}
+
+/// Calls `each` with every name interned so far and its number.
+#[cfg(feature = "opentelemetry")]
+pub(super) fn each_interned(mut each: impl FnMut(&Arc<str>, usize)) {
+    let Some(names) = NAMES.get() else {
+        return;
+    };
+    for (name, number) in names.lock().unwrap_or_else(|e| e.into_inner()).values() {
+        each(name, *number);
+    }
 }
 
 /// A message (or the request carrying it) refused by the crate, with the

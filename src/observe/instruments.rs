@@ -4,7 +4,7 @@
 // on them, so a build with neither reads none.
 #![cfg_attr(not(any(feature = "tonic", feature = "volo")), allow(dead_code))]
 
-use std::sync::atomic::{AtomicBool, AtomicI64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Instant;
 
@@ -130,7 +130,10 @@ const SIZE_BOUNDARIES: [f64; 14] = [
 
 /// Every instrument the crate records on.
 pub(crate) struct Instruments {
-    pub(crate) server_started: Counter<u64>,
+    /// `grpc.server.call.started`, by method number: counted here and
+    /// reported when the meter collects, so starting a call is one atomic
+    /// add (the SDK hashes a counter's attributes on every add).
+    server_started: &'static [AtomicU64],
     pub(crate) server_duration: Histogram<f64>,
     pub(crate) server_sent: Histogram<u64>,
     pub(crate) server_rcvd: Histogram<u64>,
@@ -166,12 +169,34 @@ impl Instruments {
                 .with_boundaries(SIZE_BOUNDARIES.to_vec())
                 .build()
         };
+        // Every install reads the one process-wide table, so the count
+        // never goes back (a delta reader would see it fall); only the
+        // latest install's callback reports it.
+        let generation = INSTALLS.fetch_add(1, Ordering::Relaxed) + 1;
+        meter
+            .u64_observable_counter(names::SERVER_CALL_STARTED)
+            .with_unit("{call}")
+            .with_description("Number of server calls started")
+            .with_callback(move |observer| {
+                if INSTALLS.load(Ordering::Relaxed) != generation {
+                    return;
+                }
+                let counts = server_started_counts();
+                super::codec::each_interned(|name, number| {
+                    let started = counts[number].load(Ordering::Relaxed);
+                    if started > 0 {
+                        let method = KeyValue::new(names::METHOD, Value::from(name.clone()));
+                        observer.observe(started, &[method]);
+                    }
+                });
+                let other = counts[super::codec::OTHER_NUMBER].load(Ordering::Relaxed);
+                if other > 0 {
+                    observer.observe(other, &[KeyValue::new(names::METHOD, names::OTHER_METHOD)]);
+                }
+            })
+            .build();
         Instruments {
-            server_started: meter
-                .u64_counter(names::SERVER_CALL_STARTED)
-                .with_unit("{call}")
-                .with_description("Number of server calls started")
-                .build(),
+            server_started: server_started_counts(),
             server_duration: seconds(
                 names::SERVER_CALL_DURATION,
                 "Time from a server call's request headers to its status",
@@ -244,6 +269,14 @@ impl Instruments {
         self.interned(path.strip_prefix('/').unwrap_or(path))
     }
 
+    /// Counts a server call to `path` started, and returns its
+    /// `grpc.method` value ([`Instruments::method`]).
+    pub(crate) fn server_call_started(&self, path: &str) -> Value {
+        let (name, number) = super::codec::intern_numbered(path.strip_prefix('/').unwrap_or(path));
+        self.server_started[number].fetch_add(1, Ordering::Relaxed);
+        Value::from(name)
+    }
+
     /// The `grpc.target` value of a client's request URI.
     pub(crate) fn target(&self, uri: &http::Uri) -> Value {
         match (uri.scheme_str(), uri.authority()) {
@@ -259,6 +292,20 @@ impl Instruments {
     }
 }
 
+/// How many times [`install`] has run.
+static INSTALLS: AtomicU64 = AtomicU64::new(0);
+
+/// Server calls started while instruments were installed, by method
+/// number (`codec::intern_numbered`).
+fn server_started_counts() -> &'static [AtomicU64] {
+    static COUNTS: std::sync::OnceLock<Box<[AtomicU64]>> = std::sync::OnceLock::new();
+    COUNTS.get_or_init(|| {
+        (0..super::codec::NUMBERS)
+            .map(|_| AtomicU64::new(0))
+            .collect()
+    })
+}
+
 /// Set once instruments are installed: the one thing an unobserved call
 /// reads.
 static ON: AtomicBool = AtomicBool::new(false);
@@ -267,7 +314,9 @@ static INSTRUMENTS: RwLock<Option<Arc<Instruments>>> = RwLock::new(None);
 
 /// Records this crate's metrics on `meter` from now on: every call that
 /// starts after this returns (calls already under way stay unrecorded). A
-/// later call replaces the instruments with ones made from its meter.
+/// later call replaces the instruments with ones made from its meter;
+/// `grpc.server.call.started`, a count the crate keeps and the meter reads
+/// when it collects, goes on from what earlier installs counted.
 ///
 /// ```
 /// use opentelemetry::metrics::MeterProvider as _;

@@ -82,10 +82,7 @@ pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>
     let Some(instruments) = instruments() else {
         return (req.map(|body| Counted::new(body, None)), ServerCall(None));
     };
-    let method = instruments.method(req.uri().path());
-    instruments
-        .server_started
-        .add(1, &[KeyValue::new(names::METHOD, method.clone())]);
+    let method = instruments.server_call_started(req.uri().path());
     let received = Arc::new(AtomicU64::new(0));
     let req = req.map(|body| Counted::new(body, Some(received.clone())));
     let call = Live {

@@ -37,15 +37,26 @@ const TRAILERS_FLAG: u8 = 0x80;
 impl MessageBytes {
     /// Reads one data chunk.
     pub(crate) fn feed(&mut self, mut chunk: &[u8]) {
-        while !chunk.is_empty() {
+        loop {
             if self.remaining > 0 {
                 let skip =
                     usize::try_from(self.remaining).map_or(chunk.len(), |r| r.min(chunk.len()));
-                chunk = &chunk[skip..];
                 self.remaining -= skip as u64;
                 if self.counted {
                     self.total += skip as u64;
                 }
+                chunk = &chunk[skip..];
+            }
+            if chunk.is_empty() {
+                return;
+            }
+            // A whole prefix in this chunk, the common case: read in place.
+            if self.have == 0
+                && let Some((&[flags, a, b, c, d], rest)) = chunk.split_first_chunk::<5>()
+            {
+                self.remaining = u64::from(u32::from_be_bytes([a, b, c, d]));
+                self.counted = flags & TRAILERS_FLAG == 0;
+                chunk = rest;
                 continue;
             }
             let take = (5 - self.have).min(chunk.len());

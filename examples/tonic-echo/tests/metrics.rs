@@ -527,6 +527,33 @@ async fn a_response_message_a_client_refuses_is_counted_with_its_reason() {
 }
 
 #[tokio::test]
+async fn a_response_in_an_unsupported_encoding_is_counted_on_the_client() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let script = test_support::raw_h2::Script::full(
+        &[("grpc-encoding", "snappy")],
+        &envelope(1, b"hi"),
+        &[("grpc-status", "0")],
+    );
+    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
+
+    let status = full_client(addr)
+        .await
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), tonic::Code::Unimplemented, "{status:?}");
+    let counted = refused(
+        recorder,
+        codec_names::CLIENT_MESSAGES_REFUSED,
+        UNARY,
+        "unsupported_encoding",
+    )
+    .await;
+    assert_eq!(counted, 1.0);
+}
+
+#[tokio::test]
 async fn read_ahead_bytes_are_held_while_the_handler_waits_and_given_back() {
     let recorder = recorder();
     let _turn = recorder.start().await;

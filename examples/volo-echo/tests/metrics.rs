@@ -336,6 +336,32 @@ async fn a_response_message_a_client_refuses_is_counted_with_its_reason() {
     assert_eq!(counted, 1.0);
 }
 
+#[tokio::test]
+async fn a_response_in_an_unsupported_encoding_is_counted_on_the_client() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let script = test_support::raw_h2::Script::full(
+        &[("grpc-encoding", "snappy")],
+        &test_support::raw_h2::envelope(1, b"hi"),
+        &[("grpc-status", "0")],
+    );
+    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
+
+    let status = volo_echo::adapter::client(addr, None)
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::Unimplemented, "{status:?}");
+    let counted = refused(
+        recorder,
+        codec_names::CLIENT_MESSAGES_REFUSED,
+        UNARY,
+        "unsupported_encoding",
+    )
+    .await;
+    assert_eq!(counted, 1.0);
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_deadline_end_is_counted_by_method() {
     let recorder = recorder();
