@@ -50,15 +50,36 @@ impl MessageBytes {
             if chunk.is_empty() {
                 return;
             }
-            // A whole prefix in this chunk, the common case: read in place.
-            if self.have == 0
-                && let Some((&[flags, a, b, c, d], rest)) = chunk.split_first_chunk::<5>()
-            {
-                self.remaining = u64::from(u32::from_be_bytes([a, b, c, d]));
-                self.counted = flags & TRAILERS_FLAG == 0;
-                chunk = rest;
-                continue;
+            if self.have == 0 {
+                // Whole messages, the common case (a batch is one chunk):
+                // from prefix to prefix, without a look at the payloads.
+                while let Some((&[flags, a, b, c, d], rest)) = chunk.split_first_chunk::<5>() {
+                    let length = u32::from_be_bytes([a, b, c, d]);
+                    let counted = flags & TRAILERS_FLAG == 0;
+                    match usize::try_from(length).ok().and_then(|n| rest.get(n..)) {
+                        Some(after) => {
+                            if counted {
+                                self.total += u64::from(length);
+                            }
+                            chunk = after;
+                        }
+                        None => {
+                            // The payload goes on in later chunks.
+                            self.remaining = u64::from(length);
+                            self.counted = counted;
+                            chunk = rest;
+                            break;
+                        }
+                    }
+                }
+                if self.remaining > 0 {
+                    continue;
+                }
+                if chunk.is_empty() {
+                    return;
+                }
             }
+            // A prefix split across chunks.
             let take = (5 - self.have).min(chunk.len());
             self.header[self.have..self.have + take].copy_from_slice(&chunk[..take]);
             self.have += take;
@@ -160,7 +181,7 @@ mod tests {
         wire.extend(envelope(1, &[]));
         wire.extend(envelope(1, &[1; 300]));
         wire.extend(envelope(0x80, b"grpc-status:0\r\n"));
-        for step in 1..wire.len() {
+        for step in 1..=wire.len() {
             let mut bytes = MessageBytes::default();
             for chunk in wire.chunks(step) {
                 bytes.feed(chunk);
