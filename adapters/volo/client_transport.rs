@@ -275,6 +275,9 @@ where
 
         let (mut parts, body) = response.into_parts();
         if let Err(status) = ClientCall::check_response_headers(&parts.headers) {
+            if metadata::has_binary(&parts.headers) {
+                crate::observe::panic_shielded("response_binary_metadata", path.as_str());
+            }
             attempt.end(status.code());
             return Err(status.into());
         }

@@ -200,7 +200,7 @@ fn refusal(status: Status) -> http::Response<BoxBody> {
 pub(super) fn take_binary(headers: &mut HeaderMap) -> HeaderMap {
     let names: Vec<HeaderName> = headers
         .keys()
-        .filter(|name| name.as_str().ends_with("-bin"))
+        .filter(|name| is_binary(name))
         .cloned()
         .collect();
     let mut binary = HeaderMap::new();
@@ -211,4 +211,14 @@ pub(super) fn take_binary(headers: &mut HeaderMap) -> HeaderMap {
         headers.remove(&name);
     }
     binary
+}
+
+/// Whether `headers` hold binary (`-bin`) metadata, on which volo-grpc
+/// 0.12.2's client panics.
+pub(super) fn has_binary(headers: &HeaderMap) -> bool {
+    headers.keys().any(is_binary)
+}
+
+fn is_binary(name: &HeaderName) -> bool {
+    name.as_str().ends_with("-bin")
 }

@@ -413,3 +413,25 @@ async fn a_shielded_framework_panic_is_counted_by_its_trigger() {
     let shielded = recorder.read(codec_names::PANICS_SHIELDED);
     assert_eq!(shielded.sum(&[]), 1.0, "{shielded:?}");
 }
+
+#[tokio::test]
+async fn a_trailers_only_answer_with_bad_status_details_is_a_shielded_client_panic() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    // volo-grpc 0.12.2's client expects base64 here and panics on
+    // anything else; the adapter's transport answers `INTERNAL` instead.
+    let script = test_support::raw_h2::Script::trailers_only(&[
+        ("grpc-status", "3"),
+        ("grpc-status-details-bin", "not base64!"),
+    ]);
+    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
+
+    let status = volo_echo::adapter::client(addr, None)
+        .unary(EchoRequest::default())
+        .await
+        .unwrap_err();
+    assert_eq!(status.code(), volo_grpc::Code::Internal, "{status:?}");
+    let trigger = [(codec_names::TRIGGER, "response_binary_metadata")];
+    let shielded = recorder.read(codec_names::PANICS_SHIELDED);
+    assert_eq!(shielded.sum(&trigger), 1.0, "{shielded:?}");
+}
