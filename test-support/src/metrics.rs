@@ -183,3 +183,37 @@ fn typed<T: Copy>(data: &MetricData<T>, out: &mut Vec<Point>, value: impl Fn(T) 
         MetricData::ExponentialHistogram(_) => {}
     }
 }
+
+/// A response a client must refuse, for the client-refusal metrics tests
+/// of both adapters: the same cases and expectations on each.
+#[derive(Clone, Debug)]
+pub struct ClientRefusal {
+    /// What the case is, for failure messages.
+    pub case: &'static str,
+    /// The response a scripted server sends.
+    pub script: crate::raw_h2::Script,
+    /// The gRPC status code the client's call ends with.
+    pub code: i32,
+    /// The `grpc_stream_codec.reason` it is counted under.
+    pub reason: &'static str,
+}
+
+/// Every [`ClientRefusal`] case.
+pub fn client_refusals() -> Vec<ClientRefusal> {
+    use crate::raw_h2::{Script, envelope};
+    let ok = [("grpc-status", "0")];
+    vec![
+        ClientRefusal {
+            case: "a reserved flag bit",
+            script: Script::full(&[], &envelope(2, b"hi"), &ok),
+            code: 13,
+            reason: "bad_envelope",
+        },
+        ClientRefusal {
+            case: "a grpc-encoding this build does not read",
+            script: Script::full(&[("grpc-encoding", "snappy")], &envelope(1, b"hi"), &ok),
+            code: 12,
+            reason: "unsupported_encoding",
+        },
+    ]
+}

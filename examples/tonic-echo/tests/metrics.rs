@@ -496,61 +496,30 @@ async fn each_refused_request_message_is_counted_with_its_reason() {
 }
 
 #[tokio::test]
-async fn a_response_message_a_client_refuses_is_counted_with_its_reason() {
+async fn each_response_a_client_refuses_is_counted_with_its_reason() {
     let recorder = recorder();
     let _turn = recorder.start().await;
-    // Flag bit 1 is reserved.
-    let script =
-        test_support::raw_h2::Script::full(&[], &envelope(2, b"hi"), &[("grpc-status", "0")]);
-    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
-
-    let status = full_client(addr)
-        .await
-        .unary(EchoRequest::default())
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Internal, "{status:?}");
-    let counted = refused(
-        recorder,
-        codec_names::CLIENT_MESSAGES_REFUSED,
-        UNARY,
-        "bad_envelope",
-    )
-    .await;
-    assert_eq!(counted, 1.0);
+    let cases = test_support::metrics::client_refusals();
+    for (done, case) in cases.iter().enumerate() {
+        let (addr, _server) = test_support::raw_h2::serve_script(case.script.clone()).await;
+        let status = full_client(addr)
+            .await
+            .unary(EchoRequest::default())
+            .await
+            .unwrap_err();
+        assert_eq!(status.code() as i32, case.code, "{}: {status:?}", case.case);
+        let name = codec_names::CLIENT_MESSAGES_REFUSED;
+        let counted = refused(recorder, name, UNARY, case.reason).await;
+        assert_eq!(counted, 1.0, "{}", case.case);
+        let all = recorder.read(name);
+        assert_eq!(all.sum(&[]), done as f64 + 1.0, "{}: {all:?}", case.case);
+    }
     let server = recorder.read(codec_names::SERVER_MESSAGES_REFUSED);
     assert_eq!(
         server.sum(&[]),
         0.0,
         "the client's, not a server's: {server:?}"
     );
-}
-
-#[tokio::test]
-async fn a_response_in_an_unsupported_encoding_is_counted_on_the_client() {
-    let recorder = recorder();
-    let _turn = recorder.start().await;
-    let script = test_support::raw_h2::Script::full(
-        &[("grpc-encoding", "snappy")],
-        &envelope(1, b"hi"),
-        &[("grpc-status", "0")],
-    );
-    let (addr, _server) = test_support::raw_h2::serve_script(script).await;
-
-    let status = full_client(addr)
-        .await
-        .unary(EchoRequest::default())
-        .await
-        .unwrap_err();
-    assert_eq!(status.code(), tonic::Code::Unimplemented, "{status:?}");
-    let counted = refused(
-        recorder,
-        codec_names::CLIENT_MESSAGES_REFUSED,
-        UNARY,
-        "unsupported_encoding",
-    )
-    .await;
-    assert_eq!(counted, 1.0);
 }
 
 #[tokio::test]
