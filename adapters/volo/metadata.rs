@@ -69,7 +69,12 @@ impl BinaryMetadata {
 /// one whose `grpc-encoding` this build does not support is answered
 /// `unimplemented` with the supported list, as tonic's full framing answers
 /// it.
-/// Responses are not touched.
+///
+/// It also does [`DeflateNameLayer`](super::DeflateNameLayer)'s renaming in
+/// the same pass over the headers (gRPC's `deflate` read as volo-grpc's
+/// `zlib`, and a response's `zlib` called `deflate` for a client that asked
+/// for `deflate` alone), so a server behind it needs no `DeflateNameLayer`.
+/// Responses are not touched otherwise.
 ///
 /// ```no_run
 /// use grpc_stream_codec::volo::BinaryMetadataLayer;

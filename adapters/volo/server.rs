@@ -37,6 +37,11 @@ static ACCEPT_ENCODING: HeaderName = HeaderName::from_static(GRPC_ACCEPT_ENCODIN
 /// The services behind it must accept (and, to answer compressed, send)
 /// volo-grpc's `Zlib` encoding. Peers that say `zlib` (stock volo-grpc
 /// clients) are served as before.
+///
+/// [`BinaryMetadataLayer`](super::BinaryMetadataLayer) does the same
+/// renaming in the pass over the headers it makes anyway: a server with it
+/// needs no `DeflateNameLayer` (behind it, this layer finds nothing left to
+/// rename).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeflateNameLayer;
 
