@@ -124,6 +124,11 @@ where
             .poll_next(cx)
             .map(|item| item.map(|result| result.map_err(Status::from)))
     }
+
+    /// The handler's: a one-message answer says it has no more.
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.inner.size_hint()
+    }
 }
 
 pin_project! {

@@ -19,6 +19,7 @@ use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
 use super::call_guard::{Guarded, guard_request};
+use super::server::rename_request_headers;
 use crate::binary_metadata::decode_binary_header;
 use crate::call::{self, read_request_head};
 use crate::compression::EncodingSet;
@@ -68,7 +69,12 @@ impl BinaryMetadata {
 /// one whose `grpc-encoding` this build does not support is answered
 /// `unimplemented` with the supported list, as tonic's full framing answers
 /// it.
-/// Responses are not touched.
+///
+/// It also does [`DeflateNameLayer`](super::DeflateNameLayer)'s renaming in
+/// the same pass over the headers (gRPC's `deflate` read as volo-grpc's
+/// `zlib`, and a response's `zlib` called `deflate` for a client that asked
+/// for `deflate` alone), so a server behind it needs no `DeflateNameLayer`.
+/// Responses are not touched otherwise.
 ///
 /// ```no_run
 /// use grpc_stream_codec::volo::BinaryMetadataLayer;
@@ -93,11 +99,11 @@ pub struct BinaryMetadataService<S> {
     inner: S,
 }
 
-impl<S, B> tower_service::Service<http::Request<B>> for BinaryMetadataService<S>
+// Over volo-grpc's own body type, the one its server hands tower layers:
+// the body reaches the service as it came, with nothing wrapped around it.
+impl<S> tower_service::Service<http::Request<BoxBody>> for BinaryMetadataService<S>
 where
     S: tower_service::Service<http::Request<BoxBody>, Response = http::Response<BoxBody>>,
-    B: http_body::Body<Data = bytes::Bytes> + Unpin + Send + 'static,
-    B::Error: Into<crate::call::BoxError>,
 {
     type Response = http::Response<BoxBody>;
     type Error = S::Error;
@@ -107,7 +113,7 @@ where
         self.inner.poll_ready(cx)
     }
 
-    fn call(&mut self, mut req: http::Request<B>) -> Self::Future {
+    fn call(&mut self, mut req: http::Request<BoxBody>) -> Self::Future {
         // Before volo-grpc sees them: its opt-in server `TimeoutLayer`
         // overflows on a long `grpc-timeout`, and an unknown encoding gets
         // volo-grpc's own words without the list gRPC asks for.
@@ -125,7 +131,10 @@ where
             crate::observe::panic_shielded("request_binary_metadata", req.uri().path());
             req.extensions_mut().insert(BinaryMetadata(binary));
         }
-        let (req, guard) = guard_request(req, head.timeout);
+        // DeflateNameLayer's renaming, here where the headers were read
+        // anyway: a request that names no `deflate` is not walked again.
+        let answer_deflate = head.names_deflate && rename_request_headers(req.headers_mut());
+        let guard = guard_request(&mut req, head.timeout, answer_deflate);
         BinaryMetadataFuture::Inner {
             inner: Guarded::new(self.inner.call(req), guard),
         }

@@ -18,8 +18,9 @@
 //! [`set_default_batch_threshold`](crate::encode::set_default_batch_threshold)),
 //! [`ReceiveBudgetLayer`](crate::budget::ReceiveBudgetLayer) (a receive budget),
 //! [`BinaryMetadataLayer`] (a server: `-bin` request metadata, which
-//! volo-grpc 0.12.2's own scan panics on), [`DeflateNameLayer`] (a server)
-//! and [`ClientCompressionLayer`] (a client): deflate under gRPC's name, not
+//! volo-grpc 0.12.2's own scan panics on, and deflate under gRPC's name),
+//! [`DeflateNameLayer`] (a server, the renaming alone) and
+//! [`ClientCompressionLayer`] (a client): deflate under gRPC's name, not
 //! volo-grpc's `zlib`.
 //!
 //! The repository's `docs/volo.md` has the complete set-up, each layer's

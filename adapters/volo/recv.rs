@@ -3,7 +3,7 @@
 use std::fmt;
 use std::marker::PhantomData;
 use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::task::{Context, Poll, ready};
 
 use bytes::Bytes;
 use futures_core::Stream;
@@ -16,7 +16,7 @@ use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
 use super::budget::budget_for_new_stream;
-use super::call_guard::arm_request_pump;
+use super::call_guard::{rearm_request, request_body};
 use super::call_scope::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::limits_for_new_stream;
@@ -24,7 +24,7 @@ use super::metadata::warn_unshielded;
 use super::trailers_only::WithoutLayer;
 use crate::PolledFrame;
 use crate::budget::Budget;
-use crate::call::{Pump, SECOND_REQUEST_MESSAGE};
+use crate::call::SECOND_REQUEST_MESSAGE;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
@@ -78,18 +78,28 @@ impl<T: Message + Default> MessageDecoder for PilotaDecoder<T> {
 /// }
 /// ```
 pub struct RecvStream<T> {
+    // Boxed: generated code and volo-grpc move the stream several times
+    // inside every call's futures (into the request, the handler's future,
+    // out of the request), and each move of an unboxed stream copies its
+    // whole decoder state. One allocation per stream costs less.
+    state: Box<State<T>>,
+}
+
+struct State<T> {
     inner: Inner<T>,
     limits: Limits,
     /// The receive budget, for a stream made once the encoding is known.
     budget: Option<Budget>,
-    /// The read-ahead of a server's request, counted against `budget`.
-    request_pump: Option<Pump>,
+    /// The call whose guard reads a server's request ahead (0: none),
+    /// counted against `budget`.
+    request_call: u64,
     is_request: bool,
     ended: bool,
 }
 
-// `Ready` is the state for the stream's whole life after the first read;
-// boxing it would cost an allocation per stream to save bytes on a stack.
+// `Ready` is the state for the stream's whole life after the first read,
+// and the whole state is boxed once: boxing the variant again would cost a
+// second allocation per stream.
 #[expect(clippy::large_enum_variant)]
 enum Inner<T> {
     Ready(Streaming<PilotaDecoder<T>>),
@@ -122,57 +132,60 @@ impl<T: Message + Default> RecvStream<T> {
         let limits = limits_for_new_stream();
         let budget = budget_for_new_stream();
         let decoder = PilotaDecoder::new();
-        let mut request_pump = None;
-        let (inner, is_request) = match kind {
+        // Made in its box, then filled in place: the decoder state is
+        // large, and each move of it is a copy.
+        let mut state = Box::new(State {
+            inner: Inner::Moving,
+            limits,
+            budget,
+            request_call: 0,
+            is_request: false,
+            ended: false,
+        });
+        match kind {
             Kind::Request => {
-                // What the call's guard reads ahead counts against this
-                // stream's budget.
-                request_pump = arm_request_pump(budget.clone());
-                if request_pump.is_none() {
+                state.is_request = true;
+                // Inside the call's guard the body may be read ahead, and
+                // what is read ahead counts against this stream's budget.
+                let (body, method, guarded) =
+                    request_body(VoloBody { inner: body }, state.budget.clone());
+                if !guarded {
                     warn_unshielded();
                 }
-                let method = request_pump.as_ref().map(Pump::method).unwrap_or_default();
-                (
-                    Streaming::new_request(VoloBody { inner: body }, decoder, encoding)
-                        .observed(method),
-                    true,
-                )
+                state.request_call = body.call();
+                let mut streaming = Streaming::new_request(body, decoder, encoding);
+                streaming.set_method(method);
+                state.inner = Inner::Ready(streaming);
             }
             Kind::Response(status) => {
                 let method = client_method();
                 if let Some(headers) = scoped_response_headers() {
-                    return RecvStream {
-                        inner: Inner::AwaitingHeaders {
-                            status,
-                            body,
-                            headers,
-                            encoding,
-                            method,
-                        },
-                        limits,
-                        budget,
-                        request_pump: None,
-                        is_request: false,
-                        ended: false,
+                    state.inner = Inner::AwaitingHeaders {
+                        status,
+                        body,
+                        headers,
+                        encoding,
+                        method,
                     };
+                    return RecvStream { state };
                 }
                 let headers = encoding_headers(encoding);
                 let body = WithoutLayer::new(VoloBody { inner: body });
-                (
-                    Streaming::new_response(status, &headers, body, decoder).observed(method),
-                    false,
-                )
+                state.inner =
+                    Inner::Ready(Streaming::new_response(status, &headers, body, decoder));
+                if let Inner::Ready(streaming) = &mut state.inner {
+                    streaming.set_method(method);
+                }
             }
-        };
-        let inner = inner.with_limits(limits);
-        RecvStream {
-            inner: Inner::Ready(with_budget(inner, budget.clone())),
-            limits,
-            budget,
-            request_pump,
-            is_request,
-            ended: false,
         }
+        let state_ref = &mut *state;
+        if let Inner::Ready(streaming) = &mut state_ref.inner {
+            streaming.set_limits(limits);
+            if let Some(budget) = &state_ref.budget {
+                streaming.set_budget(budget.clone());
+            }
+        }
+        RecvStream { state }
     }
 
     /// Counts this stream's received messages against `budget` instead of
@@ -181,12 +194,13 @@ impl<T: Message + Default> RecvStream<T> {
     /// reading.
     pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {
         let budget = budget.into();
-        self.budget = Some(budget.clone());
-        if let Some(pump) = &self.request_pump {
-            pump.arm(Some(budget.clone()));
+        let state = &mut *self.state;
+        state.budget = Some(budget.clone());
+        if state.request_call != 0 {
+            rearm_request(state.request_call, &budget);
         }
-        if let Inner::Ready(inner) = self.inner {
-            self.inner = Inner::Ready(inner.with_budget(budget));
+        if let Inner::Ready(inner) = &mut state.inner {
+            inner.set_budget(budget);
         }
         self
     }
@@ -194,9 +208,10 @@ impl<T: Message + Default> RecvStream<T> {
     /// Sets the receive limit for messages not yet started. Call it before
     /// reading, e.g. on `req.into_inner()` in a handler.
     pub fn with_limits(mut self, limits: Limits) -> Self {
-        self.limits = limits;
-        if let Inner::Ready(inner) = self.inner {
-            self.inner = Inner::Ready(inner.with_limits(limits));
+        let state = &mut *self.state;
+        state.limits = limits;
+        if let Inner::Ready(inner) = &mut state.inner {
+            inner.set_limits(limits);
         }
         self
     }
@@ -205,35 +220,7 @@ impl<T: Message + Default> RecvStream<T> {
     /// headers.
     #[inline]
     fn streaming(&mut self) -> &mut Streaming<PilotaDecoder<T>> {
-        if let Inner::AwaitingHeaders { .. } = self.inner
-            && let Inner::AwaitingHeaders {
-                status,
-                body,
-                headers,
-                encoding,
-                method,
-            } = std::mem::replace(&mut self.inner, Inner::Moving)
-        {
-            let mut headers = headers.take();
-            if let Some(encoding) = encoding {
-                headers.insert(GRPC_ENCODING, encoding.header_value());
-            }
-            let streaming = Streaming::new_response(
-                status,
-                &headers,
-                VoloBody { inner: body },
-                PilotaDecoder::new(),
-            );
-            let streaming = streaming.with_limits(self.limits).observed(method);
-            self.inner = Inner::Ready(with_budget(streaming, self.budget.clone()));
-        }
-        match &mut self.inner {
-            Inner::Ready(streaming) => streaming,
-            // `Moving` never outlives the block above.
-            Inner::AwaitingHeaders { .. } | Inner::Moving => {
-                unreachable!("the stream was made above")
-            }
-        }
+        self.state.streaming()
     }
 
     /// The next message, or `None` at the end of a successful stream.
@@ -253,7 +240,7 @@ impl<T: Message + Default> RecvStream<T> {
     /// one message, so there a message still in the body is `INTERNAL`
     /// (as grpc-go answers it), not dropped.
     pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, volo_grpc::Status> {
-        if self.is_request && self.message().await?.is_some() {
+        if self.state.is_request && self.message().await?.is_some() {
             return Err(Status::new(Code::Internal, SECOND_REQUEST_MESSAGE).into());
         }
         match self.streaming().trailers().await {
@@ -263,16 +250,52 @@ impl<T: Message + Default> RecvStream<T> {
     }
 }
 
-fn with_budget<T>(
-    streaming: Streaming<PilotaDecoder<T>>,
-    budget: Option<Budget>,
-) -> Streaming<PilotaDecoder<T>>
-where
-    T: Message + Default,
-{
-    match budget {
-        Some(budget) => streaming.with_budget(budget),
-        None => streaming,
+impl<T: Message + Default> State<T> {
+    /// The decoding stream, made now if it waited for the response's
+    /// headers.
+    #[inline]
+    fn streaming(&mut self) -> &mut Streaming<PilotaDecoder<T>> {
+        if !matches!(self.inner, Inner::Ready(_)) {
+            self.make_streaming();
+        }
+        match &mut self.inner {
+            Inner::Ready(streaming) => streaming,
+            // `Moving` never outlives `make_streaming`.
+            Inner::AwaitingHeaders { .. } | Inner::Moving => {
+                unreachable!("the stream was made above")
+            }
+        }
+    }
+
+    /// Makes the decoding stream of a response that waited for its
+    /// headers: once per stream, off the path of every read.
+    #[cold]
+    fn make_streaming(&mut self) {
+        if let Inner::AwaitingHeaders {
+            status,
+            body,
+            headers,
+            encoding,
+            method,
+        } = std::mem::replace(&mut self.inner, Inner::Moving)
+        {
+            let mut headers = headers.take();
+            if let Some(encoding) = encoding {
+                headers.insert(GRPC_ENCODING, encoding.header_value());
+            }
+            let mut streaming = Streaming::new_response(
+                status,
+                &headers,
+                VoloBody { inner: body },
+                PilotaDecoder::new(),
+            );
+            streaming.set_limits(self.limits);
+            streaming.set_method(method);
+            if let Some(budget) = &self.budget {
+                streaming.set_budget(budget.clone());
+            }
+            self.inner = Inner::Ready(streaming);
+        }
     }
 }
 
@@ -288,23 +311,33 @@ impl<T: Message + Default> Stream for RecvStream<T> {
     type Item = Result<T, volo_grpc::Status>;
 
     fn poll_next(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let this = self.get_mut();
+        let this = &mut *self.get_mut().state;
         if this.ended {
             return Poll::Ready(None);
         }
-        match Pin::new(this.streaming()).poll_next(cx) {
-            Poll::Ready(Some(Err(status)))
-                if this.is_request && status.code() == Code::Cancelled =>
-            {
+        let is_request = this.is_request;
+        let streaming = this.streaming();
+        // Decoded here, straight into the item volo-grpc's callers take:
+        // a message moves once, not through the stream's own result first.
+        match ready!(streaming.poll_raw(cx)) {
+            Some(Ok(message)) => Poll::Ready(Some(match T::decode(message) {
+                Ok(item) => Ok(item),
+                // prost's text alone, as tonic (and this crate's tonic
+                // adapter) send it.
+                Err(err) => {
+                    let status = Status::internal(err.to_string());
+                    Err(streaming.refuse_message(status).into())
+                }
+            })),
+            Some(Err(status)) if is_request && status.code() == Code::Cancelled => {
                 this.ended = true;
                 Poll::Ready(None)
             }
-            Poll::Ready(Some(result)) => Poll::Ready(Some(result.map_err(Into::into))),
-            Poll::Ready(None) => {
+            Some(Err(status)) => Poll::Ready(Some(Err(status.into()))),
+            None => {
                 this.ended = true;
                 Poll::Ready(None)
             }
-            Poll::Pending => Poll::Pending,
         }
     }
 }
@@ -314,19 +347,19 @@ impl<T> fmt::Debug for RecvStream<T> {
         f.debug_struct("RecvStream")
             .field(
                 "inner",
-                match &self.inner {
+                match &self.state.inner {
                     Inner::Ready(streaming) => streaming as &dyn fmt::Debug,
                     Inner::AwaitingHeaders { .. } => &"awaiting the response's headers",
                     Inner::Moving => &"moving",
                 },
             )
-            .field("is_request", &self.is_request)
+            .field("is_request", &self.state.is_request)
             .finish()
     }
 }
 
 /// volo-grpc's body with this crate's `Status` as its error.
-struct VoloBody {
+pub(super) struct VoloBody {
     inner: BoxBody,
 }
 

@@ -53,13 +53,13 @@ impl<T: 'static, F: Future> Future for Scoped<T, F> {
 
 /// Swaps a value into the thread-local and back out on drop, so an
 /// unwinding poll leaves nothing behind and nested scopes restore the outer.
-struct Installed<'a, T: 'static> {
+pub(super) struct Installed<'a, T: 'static> {
     slot: &'static Slot<T>,
     value: &'a mut Option<T>,
 }
 
 impl<'a, T: 'static> Installed<'a, T> {
-    fn swap(slot: &'static Slot<T>, value: &'a mut Option<T>) -> Self {
+    pub(super) fn swap(slot: &'static Slot<T>, value: &'a mut Option<T>) -> Self {
         slot.with(|cell| std::mem::swap(&mut *cell.borrow_mut(), value));
         Installed { slot, value }
     }

@@ -37,6 +37,11 @@ static ACCEPT_ENCODING: HeaderName = HeaderName::from_static(GRPC_ACCEPT_ENCODIN
 /// The services behind it must accept (and, to answer compressed, send)
 /// volo-grpc's `Zlib` encoding. Peers that say `zlib` (stock volo-grpc
 /// clients) are served as before.
+///
+/// [`BinaryMetadataLayer`](super::BinaryMetadataLayer) does the same
+/// renaming in the pass over the headers it makes anyway: a server with it
+/// needs no `DeflateNameLayer` (behind it, this layer finds nothing left to
+/// rename).
 #[derive(Clone, Copy, Debug, Default)]
 pub struct DeflateNameLayer;
 
@@ -67,7 +72,7 @@ wrap_service!(DeflateName on ServerContext, |this, cx, mut req| {
 /// Renames `deflate` to `zlib` in a request's `grpc-encoding` and
 /// `grpc-accept-encoding`. Returns whether the client accepts `deflate` but
 /// not `zlib`, i.e. whether a `zlib` answer must be called `deflate`.
-fn rename_request_headers(headers: &mut HeaderMap) -> bool {
+pub(super) fn rename_request_headers(headers: &mut HeaderMap) -> bool {
     // One walk over a few headers costs less than hashing two long names,
     // and most requests name no `deflate` at all: nothing to rename.
     let mut encoding = None;
@@ -122,7 +127,7 @@ fn rename_request_headers(headers: &mut HeaderMap) -> bool {
 }
 
 /// Renames a response's `grpc-encoding: zlib` to `deflate`.
-fn rename_response_headers(headers: &mut HeaderMap) {
+pub(super) fn rename_response_headers(headers: &mut HeaderMap) {
     if headers
         .get(&ENCODING)
         .is_some_and(|value| value.as_bytes() == ZLIB.as_bytes())

@@ -347,6 +347,9 @@ impl<B> std::fmt::Debug for ClientDeadline<B> {
     }
 }
 
+// Only tonic's server drives its pump this way (volo's guard does it in
+// its own poll); the tests check it on every build.
+#[cfg(any(feature = "tonic", test))]
 pin_project_lite::pin_project! {
     /// A call's future that drives the request's [`Pump`] whenever the call
     /// waits, so frames are taken out of the transport while a handler has
@@ -360,19 +363,15 @@ pin_project_lite::pin_project! {
     }
 }
 
+#[cfg(any(feature = "tonic", test))]
 impl<F> Pumped<F> {
     /// `inner`, pumping `pump` after every poll that leaves it pending.
     pub fn new(inner: F, pump: Option<Pump>) -> Self {
         Pumped { inner, pump }
     }
-
-    /// The pump it drives.
-    #[cfg(feature = "volo")]
-    pub fn pump(&self) -> Option<&Pump> {
-        self.pump.as_ref()
-    }
 }
 
+#[cfg(any(feature = "tonic", test))]
 impl<F: Future> Future for Pumped<F> {
     type Output = F::Output;
 

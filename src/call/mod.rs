@@ -18,12 +18,16 @@ mod server;
 pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::ClientDeadline;
+#[cfg(feature = "tonic")]
+pub(crate) use deadline::Pumped;
 pub(crate) use deadline::Timer;
 #[cfg(any(feature = "tonic", feature = "opentelemetry"))]
 pub(crate) use deadline::timeout_from_headers;
-pub(crate) use deadline::{Pumped, ServerDeadline, timer_for};
+pub(crate) use deadline::{ServerDeadline, timer_for};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
+#[cfg(feature = "volo")]
+pub(crate) use read_ahead::ReadAheadBody;
 pub(crate) use read_ahead::{Pump, read_ahead};
 pub(crate) use server::{read_request_head, refused};
 

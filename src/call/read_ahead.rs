@@ -36,7 +36,6 @@ use http_body::{Body, Frame, SizeHint};
 
 use crate::PolledFrame;
 use crate::budget::{Budget, Held};
-use crate::observe::Method;
 use crate::status::Status;
 
 /// The most of a request body taken ahead of its reader: 256 KiB, room for
@@ -95,7 +94,6 @@ where
     let pump_shared: Arc<dyn Pumpable> = shared.clone();
     let pump = Pump {
         shared: pump_shared,
-        method: Method::default(),
     };
     (ReadAheadBody { shared }, pump)
 }
@@ -111,10 +109,6 @@ pub struct ReadAheadBody<B> {
 #[derive(Clone)]
 pub struct Pump {
     shared: Arc<dyn Pumpable>,
-    /// The call's method, for the request stream the pump is armed by (a
-    /// volo-grpc stream sees its body, not its request).
-    #[cfg_attr(not(feature = "volo"), allow(dead_code))]
-    method: Method,
 }
 
 impl std::fmt::Debug for Pump {
@@ -129,19 +123,6 @@ impl Pump {
     /// Returns whether the pump is armed.
     pub fn pump(&self, cx: &mut Context<'_>) -> bool {
         self.shared.pump(cx)
-    }
-
-    /// Names the call's method, for what is recorded of its request stream.
-    #[cfg(feature = "volo")]
-    pub fn observed(mut self, method: Method) -> Self {
-        self.method = method;
-        self
-    }
-
-    /// The call's method, as [`observed`](Self::observed) named it.
-    #[cfg(feature = "volo")]
-    pub fn method(&self) -> Method {
-        self.method.clone()
     }
 
     /// Lets the pump read ahead, counting what it holds against `budget`
@@ -557,7 +538,11 @@ impl<B> Drop for ReadAheadBody<B> {
         // stream and what was taken ahead at once, whoever still pumps.
         let mut state = lock(&self.shared.state);
         state.body = None;
-        state.backlog.clear();
+        // A backlog never filled (a request read as it came) has nothing to
+        // give back.
+        if state.backlog.len > 0 || !state.backlog.frames.is_empty() {
+            state.backlog.clear();
+        }
         state.budget = None;
     }
 }

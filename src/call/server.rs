@@ -7,11 +7,15 @@ use http::{HeaderMap, HeaderName, HeaderValue};
 
 use super::deadline::{GRPC_TIMEOUT, parse_timeout};
 use crate::binary_metadata::{is_binary_value, malformed_binary_message};
-use crate::compression::{CompressionEncoding, EncodingSet, GRPC_ENCODING};
+use crate::compression::{CompressionEncoding, EncodingSet, GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::observe;
 use crate::status::{Code, Status};
 
+/// gRPC's name for the zlib format, which volo-grpc calls `zlib`.
+const DEFLATE: &[u8] = b"deflate";
+
 static ENCODING: HeaderName = HeaderName::from_static(GRPC_ENCODING);
+static ACCEPT_ENCODING: HeaderName = HeaderName::from_static(GRPC_ACCEPT_ENCODING);
 
 /// What the call layer takes from a request's headers.
 #[derive(Debug, Default)]
@@ -22,6 +26,10 @@ pub struct RequestHead {
     pub encoding: Option<CompressionEncoding>,
     /// Whether the request carries binary (`-bin`) metadata.
     pub has_binary: bool,
+    /// Whether `grpc-encoding` or `grpc-accept-encoding` mentions
+    /// `deflate`: a framework that calls it otherwise (volo-grpc's `zlib`)
+    /// has names to change, and most requests have none.
+    pub names_deflate: bool,
 }
 
 /// Reads a request's headers in one pass (every request pays for it), or
@@ -43,6 +51,8 @@ pub fn read_request_head(
             timeout.get_or_insert(value);
         } else if *name == ENCODING {
             encoding.get_or_insert(value);
+        } else if *name == ACCEPT_ENCODING {
+            head.names_deflate |= mentions_deflate(value.as_bytes());
         } else if name.as_str().ends_with("-bin") {
             head.has_binary = true;
             if malformed_binary.is_none() && !is_binary_value(value.as_bytes()) {
@@ -59,10 +69,16 @@ pub fn read_request_head(
     if let Some(name) = malformed_binary {
         return Err(Status::internal(malformed_binary_message(name)));
     }
+    head.names_deflate |= encoding.is_some_and(|value| value.as_bytes() == DEFLATE);
     head.encoding = encoding
         .map(|value| accepted.encoding_named(value))
         .transpose()?;
     Ok(head)
+}
+
+/// Whether a header value has `deflate` in it (a list of names may).
+fn mentions_deflate(value: &[u8]) -> bool {
+    value.windows(DEFLATE.len()).any(|window| window == DEFLATE)
 }
 
 /// `status`, for a request to `path` that the call layer refused before
@@ -131,5 +147,31 @@ mod tests {
         let refused = read_request_head(&gzip, EncodingSet::default()).unwrap_err();
         assert_eq!(refused.code(), crate::status::Code::Unimplemented);
         assert_eq!(read(&HeaderMap::new()).unwrap().encoding, None);
+    }
+
+    #[test]
+    fn deflate_is_noticed_in_either_encoding_header() {
+        assert!(
+            !read(&headers("grpc-accept-encoding", "gzip,zstd"))
+                .unwrap()
+                .names_deflate
+        );
+        assert!(
+            read(&headers("grpc-accept-encoding", "gzip, deflate"))
+                .unwrap()
+                .names_deflate
+        );
+        if CompressionEncoding::Deflate.is_supported() {
+            assert!(
+                read(&headers("grpc-encoding", "deflate"))
+                    .unwrap()
+                    .names_deflate
+            );
+        }
+        assert!(
+            !read(&headers("grpc-encoding", "identity"))
+                .unwrap()
+                .names_deflate
+        );
     }
 }

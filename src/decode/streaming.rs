@@ -182,7 +182,7 @@ impl<D: MessageDecoder> Streaming<D> {
 
     /// Names the call's method in what is recorded of this stream:
     /// refusals and peer errors.
-    #[cfg(any(feature = "tonic", feature = "volo"))]
+    #[cfg(feature = "tonic")]
     pub(crate) fn observed(mut self, method: Method) -> Self {
         // A `200` response fails as it is made only for a `grpc-encoding`
         // this build cannot read: its messages are refused unread.
@@ -192,6 +192,24 @@ impl<D: MessageDecoder> Streaming<D> {
         }
         self.method = method;
         self
+    }
+
+    /// [`observed`](Self::observed) in place.
+    #[cfg(feature = "volo")]
+    pub(crate) fn set_method(&mut self, method: Method) {
+        self.method = method;
+    }
+
+    /// [`with_limits`](Self::with_limits) in place.
+    #[cfg(feature = "volo")]
+    pub(crate) fn set_limits(&mut self, limits: Limits) {
+        self.assembler.set_limits(limits);
+    }
+
+    /// [`with_budget`](Self::with_budget) in place.
+    #[cfg(feature = "volo")]
+    pub(crate) fn set_budget(&mut self, budget: crate::budget::Budget) {
+        self.assembler.set_budget(budget);
     }
 
     /// The end of the call this stream reads.
@@ -349,6 +367,39 @@ impl<D: MessageDecoder> Streaming<D> {
         }
     }
 
+    /// The next message's bytes, undecoded, with everything else
+    /// `poll_next` reports (the stream's errors, an outcome set when it was
+    /// made): for an adapter that decodes straight into its own item type,
+    /// without a result of this stream's moved into its own.
+    #[cfg(feature = "volo")]
+    #[inline]
+    pub(crate) fn poll_raw(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
+        match ready!(self.poll_message(cx)) {
+            Some(message) => Poll::Ready(Some(message)),
+            None => Poll::Ready(self.unreported_outcome().map(Err)),
+        }
+    }
+
+    /// Ends the stream with `status`, the decoder's refusal of a message:
+    /// the one place such a refusal is recorded.
+    pub(crate) fn refuse_message(&mut self, status: Status) -> Status {
+        let side = self.side();
+        observe::message_refused(side, &self.method, Refusal::BadMessage, &status);
+        self.fail(status)
+    }
+
+    /// An outcome set outside `poll_message` (when the stream was made),
+    /// once: it has not been reported yet.
+    fn unreported_outcome(&mut self) -> Option<Status> {
+        match &self.outcome {
+            Some(Err(status)) if !self.reported => {
+                self.reported = true;
+                Some(status.clone())
+            }
+            _ => None,
+        }
+    }
+
     /// The status a complete body ends the call with.
     fn end_status(&self) -> Result<(), Status> {
         let Role::Response(http_status) = self.role else {
@@ -407,22 +458,10 @@ impl<D: MessageDecoder> Stream for Streaming<D> {
         match ready!(this.poll_message(cx)) {
             Some(Ok(message)) => match this.decoder.decode(message) {
                 Ok(item) => Poll::Ready(Some(Ok(item))),
-                Err(status) => {
-                    let side = this.side();
-                    observe::message_refused(side, &this.method, Refusal::BadMessage, &status);
-                    Poll::Ready(Some(Err(this.fail(status))))
-                }
+                Err(status) => Poll::Ready(Some(Err(this.refuse_message(status)))),
             },
             Some(Err(status)) => Poll::Ready(Some(Err(status))),
-            None => match &this.outcome {
-                // An outcome set outside `poll_message` (at construction)
-                // has not been reported yet.
-                Some(Err(status)) if !this.reported => {
-                    this.reported = true;
-                    Poll::Ready(Some(Err(status.clone())))
-                }
-                _ => Poll::Ready(None),
-            },
+            None => Poll::Ready(this.unreported_outcome().map(Err)),
         }
     }
 }

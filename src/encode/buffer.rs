@@ -9,6 +9,7 @@ use linkedbytes::{LinkedBytes, Node};
 
 use super::batch::EncodedBatch;
 use super::config::FRAME_SIZE;
+use crate::envelope::HEADER_LEN;
 use crate::status::Status;
 
 /// Spare room below which a new batch reserves a fresh stretch: enough for
@@ -84,6 +85,10 @@ pub(crate) struct BatchBuffer {
     after_boundary: usize,
     /// Whether [`BatchBuffer::prepare_batch`] ran since the last cut.
     prepared: bool,
+    /// What the stream's only message copies in, its prefix included, when
+    /// the source said before it was encoded that no other follows
+    /// ([`BatchBuffer::sole_message_hint`]): the first batch reserves that.
+    sole: Option<usize>,
 }
 
 impl BatchBuffer {
@@ -104,6 +109,7 @@ impl BatchBuffer {
             boundary: 0,
             after_boundary: 0,
             prepared: false,
+            sole: None,
         }
     }
 
@@ -133,6 +139,17 @@ impl BatchBuffer {
         {
             self.set_reserve(Self::reserve_for(0));
         }
+    }
+
+    /// The stream's first message is also its last (its source has said it
+    /// yields nothing more), and it copies `copied` bytes in: its batch
+    /// reserves those and the prefix, not a first batch's
+    /// [`FIRST_BATCH_RESERVE`]. Most calls answer with one message, often a
+    /// small one, and the larger allocation cost every such call more than
+    /// the rest of its encoding. A source that yields more after all grows
+    /// the batch as a vector does.
+    pub(crate) fn sole_message_hint(&mut self, copied: usize) {
+        self.sole = Some(HEADER_LEN + copied);
     }
 
     fn set_reserve(&mut self, reserve: usize) {
@@ -185,6 +202,12 @@ impl BatchBuffer {
     /// Runs once per batch; later calls until the next cut do nothing.
     pub(crate) fn prepare_batch(&mut self) {
         if mem::replace(&mut self.prepared, true) {
+            return;
+        }
+        if !self.cut_once
+            && let Some(sole) = self.sole
+        {
+            self.buf.reserve(sole);
             return;
         }
         let reserve = if self.cut_once {
@@ -272,7 +295,7 @@ impl BatchBuffer {
                 self.after_boundary += 1;
             }
         }
-        if !self.cut_once {
+        if !self.cut_once && self.sole.is_none() {
             // A first batch that is filling its smaller reservation moves to
             // the full one in a single step, rather than doubling its way
             // there one reallocation at a time.

@@ -156,7 +156,15 @@ where
             };
             let compression = this.config.effective_compression();
             if compression.is_none() && buffer.awaits_first_message() {
-                buffer.first_message_hint(this.encoder.copied_len_hint(&item));
+                let hint = this.encoder.copied_len_hint(&item);
+                // A source that knows it is done (a unary answer's
+                // `stream::once`) says so in its size hint.
+                if let Some((copied, _)) = hint
+                    && this.source.size_hint().1 == Some(0)
+                {
+                    buffer.sole_message_hint(copied);
+                }
+                buffer.first_message_hint(hint);
             }
             buffer.prepare_batch();
             let limit = this.config.max_send().min(MAX_PAYLOAD);

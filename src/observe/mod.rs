@@ -50,8 +50,12 @@ pub(crate) type Counted<B> = wire::Counted<B>;
 /// Without the feature nothing is counted: the body itself.
 #[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
 pub(crate) type Counted<B> = B;
+#[cfg(all(feature = "opentelemetry", feature = "tonic"))]
+pub(crate) use server::server_call;
+#[cfg(all(feature = "opentelemetry", feature = "volo"))]
+pub(crate) use server::server_call_in_place;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-pub(crate) use server::{server_call, server_response};
+pub(crate) use server::server_response;
 
 // Without the feature: the same hooks, doing nothing, so the adapters call
 // them unconditionally and the compiler removes them.
@@ -65,9 +69,21 @@ mod off {
     pub(crate) struct ServerCall;
 
     /// The request as it came.
+    #[cfg(feature = "tonic")]
     #[inline(always)]
     pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<B>, ServerCall) {
         (req, ServerCall)
+    }
+
+    /// The request as it came.
+    #[cfg(feature = "volo")]
+    #[inline(always)]
+    pub(crate) fn server_call_in_place<B>(
+        _req: &mut http::Request<B>,
+        _placeholder: impl FnOnce() -> B,
+        _wrap: impl FnOnce(B) -> B,
+    ) -> ServerCall {
+        ServerCall
     }
 
     /// Nothing to carry.
@@ -102,10 +118,12 @@ mod off {
     }
 }
 
+#[cfg(all(not(feature = "opentelemetry"), feature = "tonic"))]
+pub(crate) use off::server_call;
 #[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
-pub(crate) use off::ServerCall;
+pub(crate) use off::{ServerCall, server_call_in_place};
 #[cfg(all(
     not(feature = "opentelemetry"),
     any(feature = "tonic", feature = "volo")
 ))]
-pub(crate) use off::{client_call, server_call, server_response};
+pub(crate) use off::{client_call, server_response};

@@ -97,6 +97,26 @@ pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>
     (req, ServerCall(Some(call)))
 }
 
+/// [`server_call`] in place, for a framework whose request bodies are all
+/// one boxed type: a recorded call's body is counted and put back in that
+/// type by `wrap` (`placeholder` stands in while it moves); a call not
+/// recorded keeps its request as it came (no wrapping, no allocation,
+/// nothing between each frame and its reader).
+#[cfg(feature = "volo")]
+pub(crate) fn server_call_in_place<B>(
+    req: &mut http::Request<B>,
+    placeholder: impl FnOnce() -> B,
+    wrap: impl FnOnce(Counted<B>) -> B,
+) -> ServerCall {
+    if instruments().is_none() {
+        return ServerCall(None);
+    }
+    let taken = std::mem::replace(req, http::Request::new(placeholder()));
+    let (counted, call) = server_call(taken);
+    *req = counted.map(wrap);
+    call
+}
+
 /// The call's response, whose body counts the message bytes it sends and
 /// ends the record at the status: `wrap` puts the recording body in the
 /// response's body type. Not recorded, the response is returned as it is

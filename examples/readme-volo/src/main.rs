@@ -87,7 +87,7 @@ async fn serve(
     // snippet server
     use grpc_stream_codec::budget::ReceiveBudgetLayer;
     use grpc_stream_codec::envelope::Limits;
-    use grpc_stream_codec::volo::{BinaryMetadataLayer, DeflateNameLayer, LimitsLayer};
+    use grpc_stream_codec::volo::{BinaryMetadataLayer, LimitsLayer};
     use volo_grpc::codec::compression::CompressionEncoding;
     use volo_grpc::server::{Server, ServiceBuilder};
 
@@ -100,10 +100,9 @@ async fn serve(
     let windows = budget.http2_windows(64);
     Server::new()
         // volo-grpc 0.12 panics on `-bin` request metadata: this layer reads
-        // it first (valid values for handlers, invalid ones INTERNAL).
+        // it first (valid values for handlers, invalid ones INTERNAL), and
+        // takes deflate under gRPC's name, for grpcio, grpc-go and tonic peers.
         .layer_tower(BinaryMetadataLayer)
-        // deflate under gRPC's name, for grpcio, grpc-go and tonic peers.
-        .layer_front(DeflateNameLayer)
         // This server's receive limit (else set_default_limits, 4 MiB).
         .layer_front(LimitsLayer::new(Limits::new().with_max_receive(16 << 20)))
         // Every request stream counts against the budget.

@@ -498,7 +498,6 @@ macro_rules! flavour {
             if $deflate_names {
                 server
                     .layer_tower(grpc_stream_codec::volo::BinaryMetadataLayer)
-                    .layer_front(grpc_stream_codec::volo::DeflateNameLayer)
                     .add_service(codec)
                     .run(incoming)
                     .await
@@ -689,7 +688,7 @@ pub mod adapter {
     flavour!(
         RecvStream,
         deflate_names: true,
-        serve_doc: "Peers that call deflate `deflate` (grpcio, tonic) are understood too: the server runs behind `grpc_stream_codec::volo::DeflateNameLayer`."
+        serve_doc: "Peers that call deflate `deflate` (grpcio, tonic) are understood too: the server runs behind `grpc_stream_codec::volo::BinaryMetadataLayer`, which also does `DeflateNameLayer`'s renaming."
     );
 
     /// [`serve`] with every request stream counted against `budget`
@@ -731,8 +730,7 @@ pub mod adapter {
             .layer_tower(grpc_stream_codec::volo::BinaryMetadataLayer)
             .http2_init_stream_window_size(windows.stream)
             .http2_init_connection_window_size(windows.connection)
-            .http2_max_concurrent_streams(windows.max_concurrent_streams)
-            .layer_front(grpc_stream_codec::volo::DeflateNameLayer);
+            .http2_max_concurrent_streams(windows.max_concurrent_streams);
         match budget {
             Some(budget) => {
                 server
@@ -748,7 +746,7 @@ pub mod adapter {
     /// A client for `addr` that compresses and accepts `options.compression`
     /// under gRPC's names (`deflate`, not `zlib`) through
     /// `grpc_stream_codec::volo::ClientCompressionLayer`, as grpcio, tonic
-    /// and a volo adapter server behind `DeflateNameLayer` expect. (A stock
+    /// and a volo adapter server behind `BinaryMetadataLayer` expect. (A stock
     /// volo-grpc server only knows `zlib`: use [`client_with`] there.)
     pub fn grpc_client(addr: SocketAddr, options: &crate::ClientOptions) -> EchoClient {
         let compression = options.compression;

@@ -6,7 +6,7 @@
 //! ```
 //!
 //! Without `--stock` the service runs through grpc-stream-codec's volo
-//! adapter, behind its `DeflateNameLayer` (so gRPC's `deflate` works); with
+//! adapter, behind its `BinaryMetadataLayer` (so gRPC's `deflate` works); with
 //! it, exactly as volo-build generated it. Port 0 picks a free port; the
 //! line `listening on ADDR` is printed once the socket is bound. With
 //! `--report-memory`, each `memory` line on standard input is answered with
