@@ -184,19 +184,19 @@ impl<D: MessageDecoder> Streaming<D> {
     /// refusals and peer errors.
     #[cfg(feature = "tonic")]
     pub(crate) fn observed(mut self, method: Method) -> Self {
+        self.set_method(method);
+        self
+    }
+
+    /// [`observed`](Self::observed) in place.
+    #[cfg(any(feature = "tonic", feature = "volo"))]
+    pub(crate) fn set_method(&mut self, method: Method) {
         // A `200` response fails as it is made only for a `grpc-encoding`
         // this build cannot read: its messages are refused unread.
         if let (Role::Response(StatusCode::OK), Some(Err(status))) = (&self.role, &self.outcome) {
             let reason = Refusal::UnsupportedEncoding;
             observe::message_refused(Side::Client, &method, reason, status);
         }
-        self.method = method;
-        self
-    }
-
-    /// [`observed`](Self::observed) in place.
-    #[cfg(feature = "volo")]
-    pub(crate) fn set_method(&mut self, method: Method) {
         self.method = method;
     }
 
