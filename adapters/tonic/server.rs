@@ -34,13 +34,13 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerDeadline, Timer,
+    MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerResponse, Timer,
     read_ahead, read_request_head, refused, timeout_from_headers, timer_for,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
-use crate::observe;
+use crate::observe::{self, ServerCall};
 
 /// A client-streaming method, as generated code implements it: in place of
 /// `tonic::server::ClientStreamingService`, with this crate's
@@ -191,9 +191,8 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (req, call) = observe::server_call(req);
-        let response = self.unary_call(service, req).await;
-        observe::server_response(response, call, Body::new)
+        let (req, call) = observe::server_call(req, timeout_from_headers);
+        self.unary_call(service, req, call).await
     }
 
     /// Handles a server-streaming call.
@@ -208,9 +207,9 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (req, call) = observe::server_call(req);
-        let response = self.server_streaming_call(service, req).await;
-        observe::server_response(response, call, Body::new)
+        let timeout = timeout_from_headers(req.headers());
+        let (req, call) = observe::server_call(req, |_| timeout);
+        self.server_streaming_call(service, req, timeout.map(timer_for), call).await
     }
 
     /// Handles a client-streaming call.
@@ -224,9 +223,8 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send + 'static,
     {
-        let (req, call) = observe::server_call(req);
-        let response = self.client_streaming_call(service, req).await;
-        observe::server_response(response, call, Body::new)
+        let (req, call) = observe::server_call(req, timeout_from_headers);
+        self.client_streaming_call(service, req, call).await
     }
 
     /// Handles a bidi-streaming call.
@@ -241,15 +239,16 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (req, call) = observe::server_call(req);
-        let response = self.streaming_call(service, req).await;
-        observe::server_response(response, call, Body::new)
+        let timeout = timeout_from_headers(req.headers());
+        let (req, call) = observe::server_call(req, |_| timeout);
+        self.streaming_call(service, req, timeout.map(timer_for), call).await
     }
 
     async fn unary_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
+        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: UnaryService<C::Decode, Response = C::Encode>,
@@ -259,17 +258,19 @@ impl<C: FramingCodec> Grpc<C> {
         let send = self.send.negotiate(req.headers());
         let request = match self.single_request(req).await {
             Ok(request) => request,
-            Err(status) => return status.into_http(),
+            Err(status) => return trailers_only(status, call),
         };
         let response = service.call(request).await;
         let send = send.filter(|_| !compression_disabled(&response));
-        self.respond(response.map(|r| r.map(single)), send)
+        self.respond(response.map(|r| r.map(single)), send, None, None, call)
     }
 
     async fn server_streaming_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
+        timer: Option<Timer>,
+        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: ServerStreamingService<C::Decode, Response = C::Encode>,
@@ -278,20 +279,19 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let timer = timeout_from_headers(req.headers()).map(timer_for);
         let request = match self.single_request(req).await {
             Ok(request) => request,
-            Err(status) => return status.into_http(),
+            Err(status) => return trailers_only(status, call),
         };
         let response = service.call(request).await;
-        self.respond(response, send)
-            .map(|body| watched(body, timer, None))
+        self.respond(response, send, timer, None, call)
     }
 
     async fn client_streaming_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
+        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: ClientStreamingService<C::Decode, Response = C::Encode>,
@@ -301,17 +301,19 @@ impl<C: FramingCodec> Grpc<C> {
         let send = self.send.negotiate(req.headers());
         let (request, pump) = match self.read_ahead_request(req) {
             Ok(request) => request,
-            Err(status) => return status.into_http(),
+            Err(status) => return trailers_only(status, call),
         };
         let response = Pumped::new(service.call(request), Some(pump)).await;
         let send = send.filter(|_| !compression_disabled(&response));
-        self.respond(response.map(|r| r.map(single)), send)
+        self.respond(response.map(|r| r.map(single)), send, None, None, call)
     }
 
     async fn streaming_call<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
+        timer: Option<Timer>,
+        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: StreamingService<C::Decode, Response = C::Encode> + Send,
@@ -320,14 +322,12 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let timer = timeout_from_headers(req.headers()).map(timer_for);
         let (request, pump) = match self.read_ahead_request(req) {
             Ok(request) => request,
-            Err(status) => return status.into_http(),
+            Err(status) => return trailers_only(status, call),
         };
         let response = Pumped::new(service.call(request), Some(pump.clone())).await;
-        self.respond(response, send)
-            .map(|body| watched(body, timer, Some(pump)))
+        self.respond(response, send, timer, Some(pump), call)
     }
 
     /// The request of a unary or server-streaming call: exactly one message.
@@ -398,17 +398,23 @@ impl<C: FramingCodec> Grpc<C> {
         Ok((request, pump))
     }
 
+    /// The handler's answer as the response: its messages encoded, ended
+    /// at the deadline of `timer`, pumping the request's read-ahead, and
+    /// recorded in `call`.
     fn respond<St>(
         &self,
         response: Result<tonic::Response<St>, tonic::Status>,
         send: Option<CompressionEncoding>,
+        timer: Option<Timer>,
+        pump: Option<Pump>,
+        call: ServerCall,
     ) -> http::Response<Body>
     where
         St: Stream<Item = Result<C::Encode, tonic::Status>> + Send + 'static,
     {
         let (metadata, messages, extensions) = match response {
             Ok(response) => response.into_parts(),
-            Err(status) => return status.into_http(),
+            Err(status) => return trailers_only(status, call),
         };
         let mut headers = metadata.into_headers();
         headers.insert(CONTENT_TYPE, GRPC_CONTENT_TYPE);
@@ -425,7 +431,12 @@ impl<C: FramingCodec> Grpc<C> {
             encoder,
             config,
         ));
-        let mut response = http::Response::new(Body::new(body));
+        // One box, whatever watches the body.
+        let body = match ServerResponse::watching(body, timer, pump, call) {
+            Ok(watched) => Body::new(watched),
+            Err(body) => Body::new(body),
+        };
+        let mut response = http::Response::new(body);
         *response.headers_mut() = headers;
         *response.extensions_mut() = extensions;
         response
@@ -463,11 +474,9 @@ impl<C> Clone for Grpc<C> {
     }
 }
 
-/// A response body ended at the call's deadline and pumping its request
-/// (see [`ServerDeadline::watching`]), or the body as it is.
-fn watched(body: Body, timer: Option<Timer>, pump: Option<Pump>) -> Body {
-    match ServerDeadline::watching(body, timer, pump) {
-        Ok(watched) => Body::new(watched),
-        Err(body) => body,
-    }
+/// `status` as a trailers-only answer, which ends the call's record.
+fn trailers_only(status: tonic::Status, mut call: ServerCall) -> http::Response<Body> {
+    let response = status.into_http();
+    call.response_headers(response.headers());
+    response
 }

@@ -37,7 +37,7 @@ use super::scoped::Installed;
 use super::server::rename_response_headers;
 use crate::PolledFrame;
 use crate::budget::Budget;
-use crate::call::{BoxError, Pump, ReadAheadBody, ServerDeadline, Timer, read_ahead, timer_for};
+use crate::call::{BoxError, Pump, ReadAheadBody, ServerResponse, Timer, read_ahead, timer_for};
 use crate::observe::{self, Method, ServerCall};
 
 thread_local! {
@@ -322,8 +322,12 @@ pub(super) fn guard_request(
     answer_deflate: bool,
 ) -> Guard {
     let method = Method::of(req.uri().path());
-    let call =
-        observe::server_call_in_place(req, volo_grpc::body::empty_body, volo_grpc::body::boxed);
+    let call = observe::server_call_in_place(
+        req,
+        timeout,
+        volo_grpc::body::empty_body,
+        volo_grpc::body::boxed,
+    );
     let timer = timeout.map(timer_for);
     Guard {
         timer,
@@ -463,15 +467,15 @@ where
         }
         let pump = this.scope.take().and_then(|scope| scope.pump);
         let timer = this.timer.take();
-        let response = response.map(|body| match ServerDeadline::watching(body, timer, pump) {
-            Ok(watched) => volo_grpc::body::boxed(watched),
-            Err(body) => body,
-        });
-        let call = std::mem::take(this.call);
-        Poll::Ready(Ok(observe::server_response(
-            response,
-            call,
-            volo_grpc::body::boxed,
-        )))
+        let mut call = std::mem::take(this.call);
+        call.response_headers(response.headers());
+        let response =
+            response.map(
+                |body| match ServerResponse::watching(body, timer, pump, call) {
+                    Ok(watched) => volo_grpc::body::boxed(watched),
+                    Err(body) => body,
+                },
+            );
+        Poll::Ready(Ok(response))
     }
 }

@@ -2,7 +2,7 @@
 //!
 //! tonic and volo-grpc bound a call by its deadline only until the response
 //! headers; a streaming response then runs as long as its handler produces.
-//! [`ServerDeadline`] ends a server's response body at the deadline with
+//! [`ServerResponse`] ends a server's response body at the deadline with
 //! `DEADLINE_EXCEEDED` in its trailers (dropping the handler's response
 //! source), and [`ClientDeadline`] fails a client's request and response
 //! bodies at the deadline it sent, as grpc-go and C-core do.
@@ -18,6 +18,7 @@ use http_body::{Body, Frame, SizeHint};
 
 use super::read_ahead::{BoxError, Pump, TransportBody};
 use crate::PolledFrame;
+use crate::observe::ServerCall;
 use crate::status::{Code, Status};
 
 /// The header a caller's deadline travels in (a name, not a `&str`: a
@@ -73,45 +74,59 @@ pub fn deadline_exceeded() -> Status {
     Status::new(Code::DeadlineExceeded, "Deadline Exceeded")
 }
 
-/// A server's response body that ends at the call's deadline, and drives
-/// the request's [`Pump`] whenever hyper polls it.
-///
-/// At the deadline the request body the handler reads ends with
-/// `DEADLINE_EXCEEDED`; the message being sent, if one is under way, is
-/// sent to its end (it is already encoded: the peer must not see a message
-/// cut short before the status), then the inner body (and with it the
-/// handler's response source) is dropped and the trailers carry that status.
-pub struct ServerDeadline<B> {
-    inner: Option<B>,
-    timer: Option<Timer>,
-    pump: Option<Pump>,
-    /// Where the body is in its envelopes, followed while a deadline may
-    /// cut it.
-    position: EnvelopePosition,
-    /// The deadline passed inside a message: the rest of it goes first.
-    finishing: bool,
-    /// Whether the deadline's trailers have been sent.
-    expired: bool,
+pin_project_lite::pin_project! {
+    /// A server's response body as the call layer watches it: it ends at the
+    /// call's deadline, drives the request's [`Pump`] whenever hyper polls it,
+    /// and tells the call's record ([`ServerCall`]) the message bytes sent and
+    /// the status.
+    ///
+    /// At the deadline the request body the handler reads ends with
+    /// `DEADLINE_EXCEEDED`; the message being sent, if one is under way, is
+    /// sent to its end (it is already encoded: the peer must not see a message
+    /// cut short before the status), then the inner body (and with it the
+    /// handler's response source) is dropped and the trailers carry that status.
+    pub struct ServerResponse<B> {
+        #[pin]
+        inner: Option<B>,
+        timer: Option<Timer>,
+        pump: Option<Pump>,
+        call: ServerCall,
+        // Where the body is in its envelopes, followed while a deadline may
+        // cut it or the call is recorded.
+        position: EnvelopePosition,
+        // The deadline passed inside a message: the rest of it goes first.
+        finishing: bool,
+        // Whether the deadline's trailers have been sent.
+        expired: bool,
+    }
 }
 
-impl<B> ServerDeadline<B> {
+impl<B> ServerResponse<B> {
     /// `inner` watched as [`new`](Self::new) watches it, or `inner` itself
-    /// (`Err`) when there is nothing to watch: no deadline, and a request
-    /// already read to its end (every unary one), so nothing left to pump.
-    pub fn watching(inner: B, timer: Option<Timer>, pump: Option<Pump>) -> Result<Self, B> {
+    /// (`Err`) when there is nothing to watch: no deadline, a request
+    /// already read to its end (every unary one), so nothing left to pump,
+    /// and a call not recorded.
+    pub fn watching(
+        inner: B,
+        timer: Option<Timer>,
+        pump: Option<Pump>,
+        call: ServerCall,
+    ) -> Result<Self, B> {
         let pump = pump.filter(|pump| !pump.finished());
-        if timer.is_none() && pump.is_none() {
+        if timer.is_none() && pump.is_none() && !call.is_recorded() {
             return Err(inner);
         }
-        Ok(ServerDeadline::new(inner, timer, pump))
+        Ok(ServerResponse::new(inner, timer, pump, call))
     }
 
-    /// `inner`, ended when `timer` completes, pumping `pump`.
-    pub fn new(inner: B, timer: Option<Timer>, pump: Option<Pump>) -> Self {
-        ServerDeadline {
+    /// `inner`, ended when `timer` completes, pumping `pump`, recorded in
+    /// `call`.
+    pub fn new(inner: B, timer: Option<Timer>, pump: Option<Pump>, call: ServerCall) -> Self {
+        ServerResponse {
             inner: Some(inner),
             timer,
             pump,
+            call,
             position: EnvelopePosition::default(),
             finishing: false,
             expired: false,
@@ -119,77 +134,80 @@ impl<B> ServerDeadline<B> {
     }
 }
 
-impl<B> ServerDeadline<B>
+impl<B> Body for ServerResponse<B>
 where
-    B: Body<Data = Bytes> + Unpin,
-{
-    /// After the deadline: the rest of the message under way, then the
-    /// trailers.
-    fn poll_finishing(&mut self, cx: &mut Context<'_>) -> PolledFrame<B::Error> {
-        if !self.position.at_boundary()
-            && let Some(inner) = self.inner.as_mut()
-        {
-            let frame = std::task::ready!(Pin::new(inner).poll_frame(cx));
-            // Trailers, an end or an error inside the message: nothing more
-            // of it comes, and the deadline's status follows at once.
-            if let Some(Ok(frame)) = frame
-                && let Ok(mut data) = frame.into_data()
-            {
-                let rest = self.position.advance(&data, true);
-                data.truncate(rest);
-                return Poll::Ready(Some(Ok(Frame::data(data))));
-            }
-        }
-        self.inner = None;
-        self.finishing = false;
-        self.expired = true;
-        let mut trailers = HeaderMap::new();
-        deadline_exceeded().write_headers(&mut trailers);
-        Poll::Ready(Some(Ok(Frame::trailers(trailers))))
-    }
-}
-
-impl<B> Body for ServerDeadline<B>
-where
-    B: Body<Data = Bytes> + Unpin,
+    B: Body<Data = Bytes>,
 {
     type Data = Bytes;
     type Error = B::Error;
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<B::Error> {
-        let this = self.get_mut();
-        if let Some(pump) = &this.pump {
+        let mut this = self.project();
+        if let Some(pump) = this.pump.as_ref() {
             pump.pump(cx);
         }
         if let Some(timer) = this.timer.as_mut()
             && timer.as_mut().poll(cx).is_ready()
         {
-            this.timer = None;
+            *this.timer = None;
             if let Some(pump) = this.pump.take() {
                 pump.end_with(deadline_exceeded());
             }
-            this.finishing = true;
+            *this.finishing = true;
         }
-        if this.finishing {
-            return this.poll_finishing(cx);
-        }
-        let Some(inner) = this.inner.as_mut() else {
-            return Poll::Ready(None);
-        };
-        let frame = Pin::new(inner).poll_frame(cx);
-        match &frame {
-            Poll::Ready(Some(Ok(frame))) if this.timer.is_some() => {
-                if let Some(data) = frame.data_ref() {
-                    this.position.advance(data, false);
+        if *this.finishing {
+            // After the deadline: the rest of the message under way, then
+            // the trailers.
+            if !this.position.at_boundary()
+                && let Some(inner) = this.inner.as_mut().as_pin_mut()
+            {
+                let frame = std::task::ready!(inner.poll_frame(cx));
+                // Trailers, an end or an error inside the message: nothing
+                // more of it comes, and the deadline's status follows at
+                // once.
+                if let Some(Ok(frame)) = frame
+                    && let Ok(mut data) = frame.into_data()
+                {
+                    let rest = this.position.advance(&data, true);
+                    this.call.set_sent(this.position.payload);
+                    data.truncate(rest);
+                    return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
             }
-            Poll::Ready(None) => {
-                // Ended in time: nothing more to watch.
-                this.inner = None;
-                this.timer = None;
-                this.pump = None;
+            this.inner.set(None);
+            *this.finishing = false;
+            *this.expired = true;
+            this.call.finish(Code::DeadlineExceeded);
+            let mut trailers = HeaderMap::new();
+            deadline_exceeded().write_headers(&mut trailers);
+            return Poll::Ready(Some(Ok(Frame::trailers(trailers))));
+        }
+        let Some(inner) = this.inner.as_mut().as_pin_mut() else {
+            return Poll::Ready(None);
+        };
+        let frame = inner.poll_frame(cx);
+        match &frame {
+            Poll::Ready(Some(Ok(frame))) => {
+                if let Some(data) = frame.data_ref() {
+                    if this.timer.is_some() || this.call.is_recorded() {
+                        this.position.advance(data, false);
+                        this.call.set_sent(this.position.payload);
+                    }
+                } else if let Some(trailers) = frame.trailers_ref() {
+                    this.call.trailers(trailers);
+                }
             }
-            _ => {}
+            // A body error resets the stream: the peer sees no status.
+            Poll::Ready(Some(Err(_))) => this.call.finish(Code::Internal),
+            Poll::Ready(None) => {
+                // Ended in time: nothing more to watch. An end without
+                // trailers carries no status.
+                this.inner.set(None);
+                *this.timer = None;
+                *this.pump = None;
+                this.call.finish(Code::Unknown);
+            }
+            Poll::Pending => {}
         }
         frame
     }
@@ -219,6 +237,8 @@ struct EnvelopePosition {
     length: [u8; 4],
     /// Payload bytes left of the current message.
     left: usize,
+    /// Payload bytes moved over, all messages.
+    payload: u64,
 }
 
 impl EnvelopePosition {
@@ -244,6 +264,7 @@ impl EnvelopePosition {
             } else {
                 let taken = self.left.min(data.len() - at);
                 self.left -= taken;
+                self.payload += taken as u64;
                 at += taken;
             }
             if self.left == 0 {
@@ -257,9 +278,9 @@ impl EnvelopePosition {
     }
 }
 
-impl<B> std::fmt::Debug for ServerDeadline<B> {
+impl<B> std::fmt::Debug for ServerResponse<B> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("ServerDeadline")
+        f.debug_struct("ServerResponse")
             .field("armed", &self.timer.is_some())
             .field("expired", &self.expired)
             .finish_non_exhaustive()
@@ -493,7 +514,7 @@ mod tests {
                 }
             })
         });
-        let mut body = ServerDeadline::new(inner, Some(timer), None);
+        let mut body = ServerResponse::new(inner, Some(timer), None, ServerCall::default());
         let mut cx = Context::from_waker(Waker::noop());
         let mut sent = data(Pin::new(&mut body).poll_frame(&mut cx)).to_vec();
         passed.store(true, Ordering::Relaxed);

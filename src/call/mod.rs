@@ -5,8 +5,9 @@
 //!   as they arrive (bounded), so h2's per-connection budget for small DATA
 //!   frames is given back at the rate the peer sends, not the rate a handler
 //!   reads;
-//! - [`ServerDeadline`] and [`ClientDeadline`]: a streaming call ends with
-//!   `DEADLINE_EXCEEDED` when its `grpc-timeout` passes.
+//! - [`ServerResponse`] and [`ClientDeadline`]: a streaming call ends with
+//!   `DEADLINE_EXCEEDED` when its `grpc-timeout` passes; the server's also
+//!   drives the read-ahead and tells the call's record what it sent.
 //!
 //! Framework-free: the adapters make the timers and plug the bodies in.
 
@@ -23,7 +24,7 @@ pub(crate) use deadline::Pumped;
 pub(crate) use deadline::Timer;
 #[cfg(any(feature = "tonic", feature = "opentelemetry"))]
 pub(crate) use deadline::timeout_from_headers;
-pub(crate) use deadline::{ServerDeadline, timer_for};
+pub(crate) use deadline::{ServerResponse, timer_for};
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 #[cfg(feature = "volo")]

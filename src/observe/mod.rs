@@ -42,7 +42,7 @@ pub(crate) use codec::{read_ahead_counted, read_ahead_held};
 
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 pub(crate) use client::client_call;
-#[cfg(all(feature = "opentelemetry", feature = "volo"))]
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 pub(crate) use server::ServerCall;
 /// A body whose message bytes are counted as they pass.
 #[cfg(all(feature = "opentelemetry", feature = "volo"))]
@@ -54,8 +54,6 @@ pub(crate) type Counted<B> = B;
 pub(crate) use server::server_call;
 #[cfg(all(feature = "opentelemetry", feature = "volo"))]
 pub(crate) use server::server_call_in_place;
-#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-pub(crate) use server::server_response;
 
 // Without the feature: the same hooks, doing nothing, so the adapters call
 // them unconditionally and the compiler removes them.
@@ -64,14 +62,47 @@ pub(crate) use server::server_response;
     any(feature = "tonic", feature = "volo")
 ))]
 mod off {
+    use std::time::Duration;
+
+    use http::HeaderMap;
+
+    use crate::status::Code;
+
     /// Nothing to carry.
     #[derive(Default)]
     pub(crate) struct ServerCall;
 
+    impl ServerCall {
+        /// Never recorded.
+        #[inline(always)]
+        pub(crate) fn is_recorded(&self) -> bool {
+            false
+        }
+
+        /// Nothing to record.
+        #[inline(always)]
+        pub(crate) fn set_sent(&mut self, _bytes: u64) {}
+
+        /// Nothing to record.
+        #[inline(always)]
+        pub(crate) fn finish(&mut self, _code: Code) {}
+
+        /// Nothing to record.
+        #[inline(always)]
+        pub(crate) fn response_headers(&mut self, _headers: &HeaderMap) {}
+
+        /// Nothing to record.
+        #[inline(always)]
+        pub(crate) fn trailers(&mut self, _trailers: &HeaderMap) {}
+    }
+
     /// The request as it came.
     #[cfg(feature = "tonic")]
     #[inline(always)]
-    pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<B>, ServerCall) {
+    pub(crate) fn server_call<B>(
+        req: http::Request<B>,
+        _timeout: impl FnOnce(&HeaderMap) -> Option<Duration>,
+    ) -> (http::Request<B>, ServerCall) {
         (req, ServerCall)
     }
 
@@ -80,6 +111,7 @@ mod off {
     #[inline(always)]
     pub(crate) fn server_call_in_place<B>(
         _req: &mut http::Request<B>,
+        _timeout: Option<Duration>,
         _placeholder: impl FnOnce() -> B,
         _wrap: impl FnOnce(B) -> B,
     ) -> ServerCall {
@@ -106,24 +138,14 @@ mod off {
     pub(crate) fn client_call<B>(_parts: &http::request::Parts, body: B) -> (B, ClientAttempt) {
         (body, ClientAttempt)
     }
-
-    /// The response as it came.
-    #[inline(always)]
-    pub(crate) fn server_response<B>(
-        response: http::Response<B>,
-        _call: ServerCall,
-        _wrap: impl FnOnce(B) -> B,
-    ) -> http::Response<B> {
-        response
-    }
 }
 
 #[cfg(all(not(feature = "opentelemetry"), feature = "tonic"))]
 pub(crate) use off::server_call;
 #[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
-pub(crate) use off::{ServerCall, server_call_in_place};
+pub(crate) use off::server_call_in_place;
 #[cfg(all(
     not(feature = "opentelemetry"),
     any(feature = "tonic", feature = "volo")
 ))]
-pub(crate) use off::{client_call, server_response};
+pub(crate) use off::{ServerCall, client_call};

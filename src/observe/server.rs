@@ -1,25 +1,22 @@
 //! A66's server instruments: one record per call, from its request headers
 //! to the status in its trailers.
 
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use bytes::Bytes;
 use http::HeaderMap;
-use http_body::{Body, Frame, SizeHint};
 use opentelemetry::{KeyValue, Value};
-use pin_project_lite::pin_project;
 
 use super::instruments::{Instruments, instruments, names};
-use super::wire::{Counted, MessageBytes};
+use super::wire::Counted;
 use crate::status::Code;
 
 /// A server call being recorded, or nothing when no meter is installed.
-/// Dropped before its status is sent (the handler's future or the response
-/// body dropped: the peer went away), it records `CANCELLED`.
+/// The call layer's response body ([`ServerResponse`](crate::call::ServerResponse))
+/// carries it and tells it the message bytes sent and the status; dropped
+/// before its status is sent (the handler's future or the response body
+/// dropped: the peer went away), it records `CANCELLED`.
 #[derive(Default)]
 pub(crate) struct ServerCall(Option<Live>);
 
@@ -28,9 +25,8 @@ struct Live {
     method: Value,
     start: Instant,
     received: Arc<AtomicU64>,
-    sent: MessageBytes,
-    /// A trailers-only answer's status, read from its headers.
-    status: Option<Code>,
+    /// Response message bytes sent so far.
+    sent: u64,
     /// The call's `grpc-timeout`: a `DEADLINE_EXCEEDED` end past it is a
     /// deadline end.
     timeout: Option<Duration>,
@@ -50,9 +46,7 @@ impl Live {
         instruments
             .server_duration
             .record(elapsed.as_secs_f64(), &attributes);
-        instruments
-            .server_sent
-            .record(self.sent.total(), &attributes);
+        instruments.server_sent.record(self.sent, &attributes);
         instruments
             .server_rcvd
             .record(self.received.load(Ordering::Relaxed), &attributes);
@@ -60,39 +54,72 @@ impl Live {
 }
 
 impl ServerCall {
-    fn finish(&mut self, code: Code) {
+    /// Whether the call is recorded (a meter was installed when it began).
+    #[inline]
+    pub(crate) fn is_recorded(&self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The response message bytes sent so far, as on the wire.
+    #[inline]
+    pub(crate) fn set_sent(&mut self, bytes: u64) {
+        if let Some(live) = &mut self.0 {
+            live.sent = bytes;
+        }
+    }
+
+    /// Records the call as ended with `code`.
+    pub(crate) fn finish(&mut self, code: Code) {
         if let Some(live) = self.0.take() {
             live.finish(code);
+        }
+    }
+
+    /// Reads the response's headers: a trailers-only answer (its status in
+    /// the headers, no body to follow) ends the call now.
+    pub(crate) fn response_headers(&mut self, headers: &HeaderMap) {
+        if self.0.is_some()
+            && let Some(code) = status_of(headers)
+        {
+            self.finish(code);
+        }
+    }
+
+    /// The code of the trailers that end the response.
+    pub(crate) fn trailers(&mut self, trailers: &HeaderMap) {
+        if self.0.is_some() {
+            self.finish(status_of(trailers).unwrap_or(Code::Unknown));
         }
     }
 }
 
 impl Drop for ServerCall {
     fn drop(&mut self) {
-        if let Some(live) = self.0.take() {
-            let code = live.status.unwrap_or(Code::Cancelled);
-            live.finish(code);
-        }
+        self.finish(Code::Cancelled);
     }
 }
 
 /// Starts recording the call `req` opens (when a meter is installed), and
-/// counts the message bytes of its body as they are read.
-pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>>, ServerCall) {
+/// counts the message bytes of its body as they are read. `timeout` reads
+/// the call's `grpc-timeout`, only when it is recorded.
+pub(crate) fn server_call<B>(
+    req: http::Request<B>,
+    timeout: impl FnOnce(&HeaderMap) -> Option<Duration>,
+) -> (http::Request<Counted<B>>, ServerCall) {
     let Some(instruments) = instruments() else {
         return (req.map(|body| Counted::new(body, None)), ServerCall(None));
     };
     let method = instruments.server_call_started(req.uri().path());
     let received = Arc::new(AtomicU64::new(0));
+    let timeout = timeout(req.headers());
     let req = req.map(|body| Counted::new(body, Some(received.clone())));
     let call = Live {
         instruments,
         method,
         start: Instant::now(),
         received,
-        sent: MessageBytes::default(),
-        status: None,
-        timeout: crate::call::timeout_from_headers(req.headers()),
+        sent: 0,
+        timeout,
     };
     (req, ServerCall(Some(call)))
 }
@@ -105,6 +132,7 @@ pub(crate) fn server_call<B>(req: http::Request<B>) -> (http::Request<Counted<B>
 #[cfg(feature = "volo")]
 pub(crate) fn server_call_in_place<B>(
     req: &mut http::Request<B>,
+    timeout: Option<Duration>,
     placeholder: impl FnOnce() -> B,
     wrap: impl FnOnce(Counted<B>) -> B,
 ) -> ServerCall {
@@ -112,25 +140,9 @@ pub(crate) fn server_call_in_place<B>(
         return ServerCall(None);
     }
     let taken = std::mem::replace(req, http::Request::new(placeholder()));
-    let (counted, call) = server_call(taken);
+    let (counted, call) = server_call(taken, |_| timeout);
     *req = counted.map(wrap);
     call
-}
-
-/// The call's response, whose body counts the message bytes it sends and
-/// ends the record at the status: `wrap` puts the recording body in the
-/// response's body type. Not recorded, the response is returned as it is
-/// (no wrapping, no allocation).
-pub(crate) fn server_response<B>(
-    response: http::Response<B>,
-    mut call: ServerCall,
-    wrap: impl FnOnce(Sent<B>) -> B,
-) -> http::Response<B> {
-    let Some(live) = &mut call.0 else {
-        return response;
-    };
-    live.status = status_of(response.headers());
-    response.map(|inner| wrap(Sent { inner, call }))
 }
 
 /// The code in `headers`' `grpc-status`, if they carry one.
@@ -144,55 +156,4 @@ pub(super) fn status_of(headers: &HeaderMap) -> Option<Code> {
         .and_then(|digits| digits.parse::<i32>().ok())
         .map_or(Code::Unknown, Code::from_i32);
     Some(code)
-}
-
-pin_project! {
-    /// A server's response body, recorded as it goes out.
-    pub struct Sent<B> {
-        #[pin]
-        inner: B,
-        call: ServerCall,
-    }
-}
-
-impl<B: Body<Data = Bytes>> Body for Sent<B> {
-    type Data = Bytes;
-    type Error = B::Error;
-
-    fn poll_frame(
-        self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-    ) -> Poll<Option<Result<Frame<Bytes>, B::Error>>> {
-        let this = self.project();
-        let polled = this.inner.poll_frame(cx);
-        let Some(live) = &mut this.call.0 else {
-            return polled;
-        };
-        match &polled {
-            Poll::Ready(Some(Ok(frame))) => {
-                if let Some(data) = frame.data_ref() {
-                    live.sent.feed(data);
-                } else if let Some(trailers) = frame.trailers_ref() {
-                    let code = status_of(trailers).unwrap_or(Code::Unknown);
-                    this.call.finish(code);
-                }
-            }
-            // A body error resets the stream: the peer sees no status.
-            Poll::Ready(Some(Err(_))) => this.call.finish(Code::Internal),
-            Poll::Ready(None) => {
-                let code = live.status.unwrap_or(Code::Unknown);
-                this.call.finish(code);
-            }
-            Poll::Pending => {}
-        }
-        polled
-    }
-
-    fn is_end_stream(&self) -> bool {
-        self.inner.is_end_stream()
-    }
-
-    fn size_hint(&self) -> SizeHint {
-        self.inner.size_hint()
-    }
 }
