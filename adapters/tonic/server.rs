@@ -256,7 +256,7 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let request = match self.single_request(req).await {
+        let request = match self.single_request(req, &call).await {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -279,7 +279,7 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let request = match self.single_request(req).await {
+        let request = match self.single_request(req, &call).await {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -299,7 +299,7 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send + 'static,
     {
         let send = self.send.negotiate(req.headers());
-        let (request, pump) = match self.read_ahead_request(req) {
+        let (request, pump) = match self.read_ahead_request(req, &call) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -322,7 +322,7 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let (request, pump) = match self.read_ahead_request(req) {
+        let (request, pump) = match self.read_ahead_request(req, &call) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -334,12 +334,13 @@ impl<C: FramingCodec> Grpc<C> {
     async fn single_request<B>(
         &self,
         req: http::Request<B>,
+        call: &ServerCall,
     ) -> Result<tonic::Request<C::Decode>, tonic::Status>
     where
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (metadata, extensions, mut messages) = self.streaming_request(req)?.into_parts();
+        let (metadata, extensions, mut messages) = self.streaming_request(req, call)?.into_parts();
         let message = messages
             .message()
             .await?
@@ -359,6 +360,7 @@ impl<C: FramingCodec> Grpc<C> {
     fn streaming_request<B>(
         &self,
         req: http::Request<B>,
+        call: &ServerCall,
     ) -> Result<tonic::Request<Streaming<C::Decode>>, tonic::Status>
     where
         B: HttpBody + Send + 'static,
@@ -371,7 +373,7 @@ impl<C: FramingCodec> Grpc<C> {
             .encoding;
         let (parts, body) = req.into_parts();
         let messages = Streaming::new_request(bytes_body(body), encoding, self.limits)
-            .observed(observe::Method::of(parts.uri.path()))
+            .observed(call.method(parts.uri.path()))
             .with_optional_budget(tagged_budget(&parts.extensions));
         Ok(tonic::Request::from_http(http::Request::from_parts(
             parts, messages,
@@ -384,6 +386,7 @@ impl<C: FramingCodec> Grpc<C> {
     fn read_ahead_request<B>(
         &self,
         req: http::Request<B>,
+        call: &ServerCall,
     ) -> Result<(StreamingRequest<C::Decode>, Pump), tonic::Status>
     where
         B: HttpBody + Send + 'static,
@@ -393,7 +396,7 @@ impl<C: FramingCodec> Grpc<C> {
         let (parts, body) = req.into_parts();
         let (body, pump) = read_ahead(Box::pin(bytes_body(body)));
         pump.arm(budget);
-        let mut request = self.streaming_request(http::Request::from_parts(parts, body))?;
+        let mut request = self.streaming_request(http::Request::from_parts(parts, body), call)?;
         request.get_mut().set_request_pump(pump.clone());
         Ok((request, pump))
     }

@@ -250,31 +250,43 @@ impl EnvelopePosition {
     /// way. Returns how many bytes it moved over.
     fn advance(&mut self, data: &[u8], stop: bool) -> usize {
         let mut at = 0;
-        while at < data.len() {
-            if self.header < 5 {
-                if self.header > 0 {
-                    self.length[self.header - 1] = data[at];
-                }
-                self.header += 1;
-                at += 1;
-                if self.header < 5 {
-                    continue;
-                }
-                self.left = u32::from_be_bytes(self.length) as usize;
-            } else {
+        loop {
+            if self.header == 5 {
                 let taken = self.left.min(data.len() - at);
                 self.left -= taken;
                 self.payload += taken as u64;
                 at += taken;
-            }
-            if self.left == 0 {
+                if self.left > 0 {
+                    return at;
+                }
                 self.header = 0;
                 if stop {
-                    break;
+                    return at;
                 }
             }
+            let rest = &data[at..];
+            if rest.is_empty() {
+                return at;
+            }
+            // A whole prefix in this chunk, the common case: read at once.
+            if self.header == 0
+                && let Some(&[_flags, a, b, c, d]) = rest.first_chunk::<5>()
+            {
+                self.left = u32::from_be_bytes([a, b, c, d]) as usize;
+                self.header = 5;
+                at += 5;
+                continue;
+            }
+            // A prefix split across chunks: a byte at a time.
+            if self.header > 0 {
+                self.length[self.header - 1] = rest[0];
+            }
+            self.header += 1;
+            at += 1;
+            if self.header == 5 {
+                self.left = u32::from_be_bytes(self.length) as usize;
+            }
         }
-        at
     }
 }
 
@@ -416,6 +428,41 @@ mod tests {
     use http_body_util::{Empty, StreamBody};
 
     use super::*;
+
+    #[test]
+    fn the_envelope_walk_counts_payloads_and_stops_at_message_ends_across_any_split() {
+        let mut wire = Vec::new();
+        for payload in [&[7u8; 10][..], &[], &[1; 300]] {
+            wire.push(0);
+            wire.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+            wire.extend_from_slice(payload);
+        }
+        let ends = [15, 20, 325];
+        for step in 1..=wire.len() {
+            let mut position = EnvelopePosition::default();
+            for chunk in wire.chunks(step) {
+                assert_eq!(
+                    position.advance(chunk, false),
+                    chunk.len(),
+                    "chunks of {step}"
+                );
+            }
+            assert_eq!(position.payload, 310, "chunks of {step}");
+            assert!(position.at_boundary(), "chunks of {step}");
+            // With `stop`, each walk ends where a message does.
+            let mut position = EnvelopePosition::default();
+            let mut at = 0;
+            let mut stops = Vec::new();
+            while at < wire.len() {
+                let end = (at + step).min(wire.len());
+                at += position.advance(&wire[at..end], true);
+                if position.at_boundary() {
+                    stops.push(at);
+                }
+            }
+            assert_eq!(stops, ends, "chunks of {step}");
+        }
+    }
 
     fn poll_once<B: TransportBody>(body: &mut ClientDeadline<B>) -> PolledFrame<BoxError> {
         Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))

@@ -107,6 +107,12 @@ impl Method {
         Method::default()
     }
 
+    /// A method whose name was interned already.
+    #[cfg(all(feature = "opentelemetry", feature = "tonic"))]
+    pub(crate) fn named(name: Arc<str>) -> Method {
+        Method(Some(name))
+    }
+
     /// The name, when kept.
     #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
     pub(super) fn name(&self) -> Option<&Arc<str>> {

@@ -11,6 +11,9 @@ use std::time::Instant;
 use opentelemetry::metrics::{Counter, Histogram, Meter};
 use opentelemetry::{KeyValue, Value};
 
+#[cfg(feature = "opentelemetry-bound")]
+use crate::status::Code;
+
 #[cfg(any(feature = "tonic", feature = "volo"))]
 use super::codec::{Method, Refusal, Side};
 
@@ -149,7 +152,28 @@ pub(crate) struct Instruments {
     budget_wait: Histogram<f64>,
     #[cfg_attr(not(feature = "volo"), allow(dead_code))]
     panics_shielded: Counter<u64>,
+    /// The server histograms bound per method number and status code,
+    /// made as each pair is first seen.
+    #[cfg(feature = "opentelemetry-bound")]
+    server_bound: Box<[std::sync::OnceLock<BoundRow>]>,
 }
+
+/// A server call's three histograms bound to one method and status:
+/// recording on them skips the SDK's attribute hashing and lookup.
+#[cfg(feature = "opentelemetry-bound")]
+pub(crate) struct ServerBound {
+    pub(crate) duration: opentelemetry::metrics::BoundHistogram<f64>,
+    pub(crate) sent: opentelemetry::metrics::BoundHistogram<u64>,
+    pub(crate) rcvd: opentelemetry::metrics::BoundHistogram<u64>,
+}
+
+/// gRPC's status codes, 0 to 16.
+#[cfg(feature = "opentelemetry-bound")]
+const CODES: usize = 17;
+
+/// One method's [`ServerBound`]s, by status code.
+#[cfg(feature = "opentelemetry-bound")]
+type BoundRow = Box<[std::sync::OnceLock<ServerBound>; CODES]>;
 
 impl Instruments {
     fn new(meter: &Meter) -> Self {
@@ -196,6 +220,10 @@ impl Instruments {
             })
             .build();
         Instruments {
+            #[cfg(feature = "opentelemetry-bound")]
+            server_bound: (0..super::codec::NUMBERS)
+                .map(|_| std::sync::OnceLock::new())
+                .collect(),
             server_started: server_started_counts(),
             server_duration: seconds(
                 names::SERVER_CALL_DURATION,
@@ -270,11 +298,38 @@ impl Instruments {
     }
 
     /// Counts a server call to `path` started, and returns its
-    /// `grpc.method` value ([`Instruments::method`]).
-    pub(crate) fn server_call_started(&self, path: &str) -> Value {
+    /// `grpc.method` name, interned, and the name's number.
+    pub(crate) fn server_call_started(&self, path: &str) -> (Arc<str>, usize) {
         let (name, number) = super::codec::intern_numbered(path.strip_prefix('/').unwrap_or(path));
         self.server_started[number].fetch_add(1, Ordering::Relaxed);
-        Value::from(name)
+        (name, number)
+    }
+
+    /// The server histograms bound to `method` (numbered `number`) and
+    /// `code`, bound on first use.
+    #[cfg(feature = "opentelemetry-bound")]
+    pub(crate) fn server_bound(
+        &self,
+        number: usize,
+        method: &Arc<str>,
+        code: Code,
+    ) -> Option<&ServerBound> {
+        let row = self
+            .server_bound
+            .get(number)?
+            .get_or_init(|| Box::new(std::array::from_fn(|_| std::sync::OnceLock::new())));
+        let bound = row.get(code as usize)?.get_or_init(|| {
+            let attributes = [
+                KeyValue::new(names::METHOD, Value::from(method.clone())),
+                KeyValue::new(names::STATUS, code.as_str()),
+            ];
+            ServerBound {
+                duration: self.server_duration.bind(&attributes),
+                sent: self.server_sent.bind(&attributes),
+                rcvd: self.server_rcvd.bind(&attributes),
+            }
+        });
+        Some(bound)
     }
 
     /// The `grpc.target` value of a client's request URI.

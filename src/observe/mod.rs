@@ -79,6 +79,13 @@ mod off {
             false
         }
 
+        /// The method as the request stream names it without a record.
+        #[cfg(feature = "tonic")]
+        #[inline(always)]
+        pub(crate) fn method(&self, path: &str) -> super::Method {
+            super::Method::of(path)
+        }
+
         /// Nothing to record.
         #[inline(always)]
         pub(crate) fn set_sent(&mut self, _bytes: u64) {}

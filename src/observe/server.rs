@@ -22,7 +22,10 @@ pub(crate) struct ServerCall(Option<Live>);
 
 struct Live {
     instruments: Arc<Instruments>,
-    method: Value,
+    method: Arc<str>,
+    /// The method name's number in the process-wide table.
+    #[cfg_attr(not(feature = "opentelemetry-bound"), allow(dead_code))]
+    number: usize,
     start: Instant,
     received: Arc<AtomicU64>,
     /// Response message bytes sent so far.
@@ -34,22 +37,29 @@ struct Live {
 
 impl Live {
     fn finish(self, code: Code) {
-        let attributes = [
-            KeyValue::new(names::METHOD, self.method),
-            KeyValue::new(names::STATUS, code.as_str()),
-        ];
         let instruments = &self.instruments;
         let elapsed = self.start.elapsed();
+        let received = self.received.load(Ordering::Relaxed);
         if code == Code::DeadlineExceeded && self.timeout.is_some_and(|t| elapsed >= t) {
-            instruments.server_deadline_ended.add(1, &attributes[..1]);
+            let method = KeyValue::new(names::METHOD, Value::from(self.method.clone()));
+            instruments.server_deadline_ended.add(1, &[method]);
         }
+        #[cfg(feature = "opentelemetry-bound")]
+        if let Some(bound) = instruments.server_bound(self.number, &self.method, code) {
+            bound.duration.record(elapsed.as_secs_f64());
+            bound.sent.record(self.sent);
+            bound.rcvd.record(received);
+            return;
+        }
+        let attributes = [
+            KeyValue::new(names::METHOD, Value::from(self.method)),
+            KeyValue::new(names::STATUS, code.as_str()),
+        ];
         instruments
             .server_duration
             .record(elapsed.as_secs_f64(), &attributes);
         instruments.server_sent.record(self.sent, &attributes);
-        instruments
-            .server_rcvd
-            .record(self.received.load(Ordering::Relaxed), &attributes);
+        instruments.server_rcvd.record(received, &attributes);
     }
 }
 
@@ -58,6 +68,16 @@ impl ServerCall {
     #[inline]
     pub(crate) fn is_recorded(&self) -> bool {
         self.0.is_some()
+    }
+
+    /// The call's method for what the request stream records: the name
+    /// this record already holds, or the one `path` names.
+    #[cfg(feature = "tonic")]
+    pub(crate) fn method(&self, path: &str) -> super::Method {
+        match &self.0 {
+            Some(live) => super::Method::named(live.method.clone()),
+            None => super::Method::of(path),
+        }
     }
 
     /// The response message bytes sent so far, as on the wire.
@@ -109,13 +129,14 @@ pub(crate) fn server_call<B>(
     let Some(instruments) = instruments() else {
         return (req.map(|body| Counted::new(body, None)), ServerCall(None));
     };
-    let method = instruments.server_call_started(req.uri().path());
+    let (method, number) = instruments.server_call_started(req.uri().path());
     let received = Arc::new(AtomicU64::new(0));
     let timeout = timeout(req.headers());
     let req = req.map(|body| Counted::new(body, Some(received.clone())));
     let call = Live {
         instruments,
         method,
+        number,
         start: Instant::now(),
         received,
         sent: 0,
