@@ -321,13 +321,14 @@ pub(super) fn guard_request(
     timeout: Option<Duration>,
     answer_deflate: bool,
 ) -> Guard {
-    let method = Method::of(req.uri().path());
     let call = observe::server_call_in_place(
         req,
         timeout,
         volo_grpc::body::empty_body,
         volo_grpc::body::boxed,
     );
+    // The record's name when recorded: the method is interned once.
+    let method = call.method(req.uri().path());
     let timer = timeout.map(timer_for);
     Guard {
         timer,

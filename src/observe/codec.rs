@@ -108,7 +108,7 @@ impl Method {
     }
 
     /// A method whose name was interned already.
-    #[cfg(all(feature = "opentelemetry", feature = "tonic"))]
+    #[cfg(feature = "opentelemetry")]
     pub(crate) fn named(name: Arc<str>) -> Method {
         Method(Some(name))
     }

@@ -80,7 +80,6 @@ mod off {
         }
 
         /// The method as the request stream names it without a record.
-        #[cfg(feature = "tonic")]
         #[inline(always)]
         pub(crate) fn method(&self, path: &str) -> super::Method {
             super::Method::of(path)

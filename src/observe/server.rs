@@ -72,7 +72,6 @@ impl ServerCall {
 
     /// The call's method for what the request stream records: the name
     /// this record already holds, or the one `path` names.
-    #[cfg(feature = "tonic")]
     pub(crate) fn method(&self, path: &str) -> super::Method {
         match &self.0 {
             Some(live) => super::Method::named(live.method.clone()),
