@@ -191,7 +191,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (req, call) = observe::server_call(req, timeout_from_headers);
+        let call = observe::server_call(&req, timeout_from_headers);
         self.unary_call(service, req, call).await
     }
 
@@ -208,7 +208,7 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let timeout = timeout_from_headers(req.headers());
-        let (req, call) = observe::server_call(req, |_| timeout);
+        let call = observe::server_call(&req, |_| timeout);
         self.server_streaming_call(service, req, timeout.map(timer_for), call).await
     }
 
@@ -223,7 +223,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send + 'static,
     {
-        let (req, call) = observe::server_call(req, timeout_from_headers);
+        let call = observe::server_call(&req, timeout_from_headers);
         self.client_streaming_call(service, req, call).await
     }
 
@@ -240,7 +240,7 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let timeout = timeout_from_headers(req.headers());
-        let (req, call) = observe::server_call(req, |_| timeout);
+        let call = observe::server_call(&req, |_| timeout);
         self.streaming_call(service, req, timeout.map(timer_for), call).await
     }
 

@@ -314,20 +314,16 @@ pub(super) struct Guard {
 }
 
 /// Starts recording the call (when a meter is installed) and the timer of
-/// its `timeout`. The body is left as it is unless recorded.
+/// its `timeout`; the request itself is left as it is.
 /// `answer_deflate`: the client asked for `deflate` by that name only.
 pub(super) fn guard_request(
-    req: &mut http::Request<BoxBody>,
+    req: &http::Request<BoxBody>,
     timeout: Option<Duration>,
     answer_deflate: bool,
 ) -> Guard {
-    let call = observe::server_call_in_place(
-        req,
-        timeout,
-        volo_grpc::body::empty_body,
-        volo_grpc::body::boxed,
-    );
-    // The record's name when recorded: the method is interned once.
+    let call = observe::server_call(req, |_| timeout);
+    // The record's name when recorded (the method is interned once), and
+    // where its request stream counts the bytes it receives.
     let method = call.method(req.uri().path());
     let timer = timeout.map(timer_for);
     Guard {

@@ -134,7 +134,7 @@ where
         // DeflateNameLayer's renaming, here where the headers were read
         // anyway: a request that names no `deflate` is not walked again.
         let answer_deflate = head.names_deflate && rename_request_headers(req.headers_mut());
-        let guard = guard_request(&mut req, head.timeout, answer_deflate);
+        let guard = guard_request(&req, head.timeout, answer_deflate);
         BinaryMetadataFuture::Inner {
             inner: Guarded::new(self.inner.call(req), guard),
         }

@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use super::assembler::{Decoded, EnvelopeAssembler};
 use crate::compression::CompressionEncoding;
 use crate::envelope::Limits;
-use crate::observe::{self, Method, Refusal, Side};
+use crate::observe::{self, Method, ReceivedBytes, Refusal, Side};
 use crate::status::{Code, Status};
 
 /// Turns one received message into an item.
@@ -107,6 +107,8 @@ pub struct Streaming<D> {
     /// The call's method, for what is recorded of the stream (kept only
     /// when something records it).
     method: Method,
+    /// The message bytes received, for a recorded call.
+    received: ReceivedBytes,
 }
 
 impl<D: MessageDecoder> Streaming<D> {
@@ -173,6 +175,7 @@ impl<D: MessageDecoder> Streaming<D> {
             outcome: None,
             reported: false,
             method: Method::default(),
+            received: ReceivedBytes::default(),
         };
         if let Some(status) = refused {
             stream.finish_with(Err(status));
@@ -197,6 +200,7 @@ impl<D: MessageDecoder> Streaming<D> {
             let reason = Refusal::UnsupportedEncoding;
             observe::message_refused(Side::Client, &method, reason, status);
         }
+        self.received = ReceivedBytes::of(&method);
         self.method = method;
     }
 
@@ -338,7 +342,10 @@ impl<D: MessageDecoder> Streaming<D> {
             };
             match ready!(body.as_mut().poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
-                    Ok(data) => self.assembler.push(data),
+                    Ok(data) => {
+                        self.received.feed(&data);
+                        self.assembler.push(data);
+                    }
                     Err(frame) => {
                         if let Ok(trailers) = frame.into_trailers() {
                             self.add_trailers(trailers);

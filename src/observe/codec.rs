@@ -90,11 +90,16 @@ impl Refusal {
 
 /// A stream's method, `package.Service/Method`, kept only when something
 /// will read it (a meter installed, or a subscriber interested in `debug`):
-/// otherwise empty, with nothing allocated or looked up.
+/// otherwise empty, with nothing allocated or looked up. A server call's
+/// record also hands its request stream the count of message bytes received
+/// (see [`ReceivedBytes`]).
 #[derive(Clone, Debug, Default)]
-pub(crate) struct Method(
-    #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))] Option<Arc<str>>,
-);
+pub(crate) struct Method {
+    #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
+    name: Option<Arc<str>>,
+    #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+    received: Option<Arc<std::sync::atomic::AtomicU64>>,
+}
 
 impl Method {
     /// The method of a request to `path` (`/package.Service/Method`).
@@ -102,21 +107,63 @@ impl Method {
     pub(crate) fn of(path: &str) -> Method {
         #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
         if wanted() {
-            return Method(Some(intern(path.strip_prefix('/').unwrap_or(path))));
+            return Method {
+                name: Some(intern(path.strip_prefix('/').unwrap_or(path))),
+                #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+                received: None,
+            };
         }
         Method::default()
     }
 
-    /// A method whose name was interned already.
-    #[cfg(feature = "opentelemetry")]
-    pub(crate) fn named(name: Arc<str>) -> Method {
-        Method(Some(name))
+    /// A recorded server call's method: its interned name, and the count
+    /// its request stream adds the message bytes it receives to.
+    #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+    pub(crate) fn recorded(name: Arc<str>, received: Arc<std::sync::atomic::AtomicU64>) -> Method {
+        Method {
+            name: Some(name),
+            received: Some(received),
+        }
     }
 
     /// The name, when kept.
     #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
     pub(super) fn name(&self) -> Option<&Arc<str>> {
-        self.0.as_ref()
+        self.name.as_ref()
+    }
+}
+
+/// The message bytes a stream receives, added to its call's record as the
+/// frames reach the decoder (A66's received compressed size): nothing to
+/// do for a stream whose call is not recorded.
+#[derive(Debug, Default)]
+pub(crate) struct ReceivedBytes(
+    #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+    // Inline, not boxed: an allocation per recorded call costs more than
+    // the stream's few moves of these bytes.
+    Option<(super::wire::MessageBytes, Arc<std::sync::atomic::AtomicU64>)>,
+);
+
+impl ReceivedBytes {
+    /// Counts for `method`'s call, if it is recorded.
+    #[inline]
+    pub(crate) fn of(method: &Method) -> ReceivedBytes {
+        #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+        if let Some(total) = &method.received {
+            return ReceivedBytes(Some((Default::default(), total.clone())));
+        }
+        ReceivedBytes::default()
+    }
+
+    /// Reads one frame of the body.
+    #[inline]
+    pub(crate) fn feed(&mut self, data: &[u8]) {
+        #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+        if let Some((bytes, total)) = &mut self.0 {
+            let before = bytes.total();
+            bytes.feed(data);
+            total.fetch_add(bytes.total() - before, std::sync::atomic::Ordering::Relaxed);
+        }
     }
 }
 
@@ -285,7 +332,11 @@ thread_local! {
     /// The method of the client call whose response stream generated code
     /// is making on this thread (volo-grpc hands it the body only).
     static CLIENT_METHOD: std::cell::RefCell<Method> = const {
-        std::cell::RefCell::new(Method(None))
+        std::cell::RefCell::new(Method {
+            name: None,
+            #[cfg(feature = "opentelemetry")]
+            received: None,
+        })
     };
 }
 

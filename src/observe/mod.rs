@@ -33,7 +33,7 @@ pub(crate) use events::{budget_timed_out, request_refused};
 pub use instruments::{codec_names, install, installed, names};
 
 pub(crate) use codec::{
-    Method, NO_ENCODING, Refusal, Side, budget_waited, message_refused, peer_error,
+    Method, NO_ENCODING, ReceivedBytes, Refusal, Side, budget_waited, message_refused, peer_error,
 };
 #[cfg(feature = "volo")]
 pub(crate) use codec::{client_method, panic_shielded, with_client_method};
@@ -50,10 +50,8 @@ pub(crate) type Counted<B> = wire::Counted<B>;
 /// Without the feature nothing is counted: the body itself.
 #[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
 pub(crate) type Counted<B> = B;
-#[cfg(all(feature = "opentelemetry", feature = "tonic"))]
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 pub(crate) use server::server_call;
-#[cfg(all(feature = "opentelemetry", feature = "volo"))]
-pub(crate) use server::server_call_in_place;
 
 // Without the feature: the same hooks, doing nothing, so the adapters call
 // them unconditionally and the compiler removes them.
@@ -102,24 +100,11 @@ mod off {
         pub(crate) fn trailers(&mut self, _trailers: &HeaderMap) {}
     }
 
-    /// The request as it came.
-    #[cfg(feature = "tonic")]
+    /// Nothing to record.
     #[inline(always)]
     pub(crate) fn server_call<B>(
-        req: http::Request<B>,
+        _req: &http::Request<B>,
         _timeout: impl FnOnce(&HeaderMap) -> Option<Duration>,
-    ) -> (http::Request<B>, ServerCall) {
-        (req, ServerCall)
-    }
-
-    /// The request as it came.
-    #[cfg(feature = "volo")]
-    #[inline(always)]
-    pub(crate) fn server_call_in_place<B>(
-        _req: &mut http::Request<B>,
-        _timeout: Option<Duration>,
-        _placeholder: impl FnOnce() -> B,
-        _wrap: impl FnOnce(B) -> B,
     ) -> ServerCall {
         ServerCall
     }
@@ -146,12 +131,8 @@ mod off {
     }
 }
 
-#[cfg(all(not(feature = "opentelemetry"), feature = "tonic"))]
-pub(crate) use off::server_call;
-#[cfg(all(not(feature = "opentelemetry"), feature = "volo"))]
-pub(crate) use off::server_call_in_place;
 #[cfg(all(
     not(feature = "opentelemetry"),
     any(feature = "tonic", feature = "volo")
 ))]
-pub(crate) use off::{ServerCall, client_call};
+pub(crate) use off::{ServerCall, client_call, server_call};

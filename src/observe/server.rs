@@ -9,7 +9,6 @@ use http::HeaderMap;
 use opentelemetry::{KeyValue, Value};
 
 use super::instruments::{Instruments, instruments, names};
-use super::wire::Counted;
 use crate::status::Code;
 
 /// A server call being recorded, or nothing when no meter is installed.
@@ -71,10 +70,11 @@ impl ServerCall {
     }
 
     /// The call's method for what the request stream records: the name
-    /// this record already holds, or the one `path` names.
+    /// this record already holds and the count of bytes received it adds
+    /// to, or the name `path` gives.
     pub(crate) fn method(&self, path: &str) -> super::Method {
         match &self.0 {
-            Some(live) => super::Method::named(live.method.clone()),
+            Some(live) => super::Method::recorded(live.method.clone(), live.received.clone()),
             None => super::Method::of(path),
         }
     }
@@ -118,51 +118,28 @@ impl Drop for ServerCall {
     }
 }
 
-/// Starts recording the call `req` opens (when a meter is installed), and
-/// counts the message bytes of its body as they are read. `timeout` reads
-/// the call's `grpc-timeout`, only when it is recorded.
+/// Starts recording the call `req` opens, when a meter is installed.
+/// `timeout` reads the call's `grpc-timeout`, only when it is recorded.
+/// The request's body is left as it is: its stream counts the message
+/// bytes it receives, told where by [`ServerCall::method`].
 pub(crate) fn server_call<B>(
-    req: http::Request<B>,
+    req: &http::Request<B>,
     timeout: impl FnOnce(&HeaderMap) -> Option<Duration>,
-) -> (http::Request<Counted<B>>, ServerCall) {
+) -> ServerCall {
     let Some(instruments) = instruments() else {
-        return (req.map(|body| Counted::new(body, None)), ServerCall(None));
+        return ServerCall(None);
     };
     let (method, number) = instruments.server_call_started(req.uri().path());
-    let received = Arc::new(AtomicU64::new(0));
-    let timeout = timeout(req.headers());
-    let req = req.map(|body| Counted::new(body, Some(received.clone())));
     let call = Live {
         instruments,
         method,
         number,
         start: Instant::now(),
-        received,
+        received: Arc::new(AtomicU64::new(0)),
         sent: 0,
-        timeout,
+        timeout: timeout(req.headers()),
     };
-    (req, ServerCall(Some(call)))
-}
-
-/// [`server_call`] in place, for a framework whose request bodies are all
-/// one boxed type: a recorded call's body is counted and put back in that
-/// type by `wrap` (`placeholder` stands in while it moves); a call not
-/// recorded keeps its request as it came (no wrapping, no allocation,
-/// nothing between each frame and its reader).
-#[cfg(feature = "volo")]
-pub(crate) fn server_call_in_place<B>(
-    req: &mut http::Request<B>,
-    timeout: Option<Duration>,
-    placeholder: impl FnOnce() -> B,
-    wrap: impl FnOnce(Counted<B>) -> B,
-) -> ServerCall {
-    if instruments().is_none() {
-        return ServerCall(None);
-    }
-    let taken = std::mem::replace(req, http::Request::new(placeholder()));
-    let (counted, call) = server_call(taken, |_| timeout);
-    *req = counted.map(wrap);
-    call
+    ServerCall(Some(call))
 }
 
 /// The code in `headers`' `grpc-status`, if they carry one.

@@ -17,7 +17,7 @@ use pin_project_lite::pin_project;
 /// the payload bytes that pass: per chunk it reads the prefixes only and
 /// skips every payload whole. A message cut short (a refusal, a reset)
 /// counts what of it arrived.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub(crate) struct MessageBytes {
     header: [u8; 5],
     /// Bytes of `header` collected (a prefix may be split across frames).
