@@ -52,7 +52,10 @@ pub struct Streaming<T> {
     // `Sync` like tonic's `Streaming`, so a handler may hold
     // `&tonic::Request<Streaming<T>>` across an `.await`; the decoder's boxed
     // body is `Send` only, and is reached through `&mut self` alone.
-    inner: SyncWrapper<decode::Streaming<ProstMessageDecoder<T>>>,
+    // Boxed: generated code and tonic move the stream several times on its
+    // way into the handler, and each move of the decoder state is a copy of
+    // some hundred bytes; one allocation costs less.
+    inner: SyncWrapper<Box<decode::Streaming<ProstMessageDecoder<T>>>>,
     /// The read-ahead of a server's request, counted against the same
     /// budget as the decoder.
     request_pump: Option<Pump>,
@@ -70,9 +73,14 @@ impl<T: Message + Default> Streaming<T> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
-        let inner = decode::Streaming::new_request(body, ProstMessageDecoder::new(), encoding);
+        let mut inner = Box::new(decode::Streaming::new_request(
+            body,
+            ProstMessageDecoder::new(),
+            encoding,
+        ));
+        inner.set_limits(limits);
         Streaming {
-            inner: SyncWrapper::new(inner.with_limits(limits)),
+            inner: SyncWrapper::new(inner),
             request_pump: None,
         }
     }
@@ -88,10 +96,15 @@ impl<T: Message + Default> Streaming<T> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
-        let inner =
-            decode::Streaming::new_response(status, headers, body, ProstMessageDecoder::new());
+        let mut inner = Box::new(decode::Streaming::new_response(
+            status,
+            headers,
+            body,
+            ProstMessageDecoder::new(),
+        ));
+        inner.set_limits(limits);
         Streaming {
-            inner: SyncWrapper::new(inner.with_limits(limits)),
+            inner: SyncWrapper::new(inner),
             request_pump: None,
         }
     }
@@ -100,25 +113,19 @@ impl<T: Message + Default> Streaming<T> {
     /// [`crate::budget`]) instead of the one a
     /// [`ReceiveBudgetLayer`](crate::budget::ReceiveBudgetLayer) attached. Call it
     /// before reading: it applies to messages not yet started.
-    pub fn with_budget(self, budget: impl Into<Budget>) -> Self {
+    pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {
         let budget = budget.into();
         if let Some(pump) = &self.request_pump {
             pump.arm(Some(budget.clone()));
         }
-        let inner = self.inner.into_inner().with_budget(budget);
-        Streaming {
-            inner: SyncWrapper::new(inner),
-            request_pump: self.request_pump,
-        }
+        self.inner.get_mut().set_budget(budget);
+        self
     }
 
     /// Names the call's method in what is recorded of this stream.
-    pub(crate) fn observed(self, method: crate::observe::Method) -> Self {
-        let inner = self.inner.into_inner().observed(method);
-        Streaming {
-            inner: SyncWrapper::new(inner),
-            request_pump: self.request_pump,
-        }
+    pub(crate) fn observed(mut self, method: crate::observe::Method) -> Self {
+        self.inner.get_mut().set_method(method);
+        self
     }
 
     /// Ties the request's read-ahead to this stream, so a budget set on the
@@ -154,7 +161,7 @@ impl<T: Message + Default> Stream for Streaming<T> {
     type Item = Result<T, tonic::Status>;
 
     fn poll_next(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Option<Self::Item>> {
-        let item = ready!(Pin::new(self.inner.get_mut()).poll_next(cx));
+        let item = ready!(Pin::new(&mut **self.inner.get_mut()).poll_next(cx));
         Poll::Ready(item.map(|result| result.map_err(Into::into)))
     }
 }

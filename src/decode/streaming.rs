@@ -184,14 +184,8 @@ impl<D: MessageDecoder> Streaming<D> {
     }
 
     /// Names the call's method in what is recorded of this stream:
-    /// refusals and peer errors.
-    #[cfg(feature = "tonic")]
-    pub(crate) fn observed(mut self, method: Method) -> Self {
-        self.set_method(method);
-        self
-    }
-
-    /// [`observed`](Self::observed) in place.
+    /// refusals and peer errors (and, for a recorded server call, the bytes
+    /// received).
     #[cfg(any(feature = "tonic", feature = "volo"))]
     pub(crate) fn set_method(&mut self, method: Method) {
         // A `200` response fails as it is made only for a `grpc-encoding`
@@ -205,13 +199,13 @@ impl<D: MessageDecoder> Streaming<D> {
     }
 
     /// [`with_limits`](Self::with_limits) in place.
-    #[cfg(feature = "volo")]
+    #[cfg(any(feature = "tonic", feature = "volo"))]
     pub(crate) fn set_limits(&mut self, limits: Limits) {
         self.assembler.set_limits(limits);
     }
 
     /// [`with_budget`](Self::with_budget) in place.
-    #[cfg(feature = "volo")]
+    #[cfg(any(feature = "tonic", feature = "volo"))]
     pub(crate) fn set_budget(&mut self, budget: crate::budget::Budget) {
         self.assembler.set_budget(budget);
     }

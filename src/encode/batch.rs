@@ -68,6 +68,14 @@ impl EncodedBatch {
         }
     }
 
+    /// The batch's node when it has exactly one, or the batch.
+    pub(crate) fn into_sole_node(self) -> Result<Bytes, EncodedBatch> {
+        match self.nodes {
+            Nodes::One(node) => Ok(node),
+            nodes => Err(EncodedBatch { nodes, ..self }),
+        }
+    }
+
     /// Appends the byte nodes to `dst`, in wire order: a whole `Vec` at
     /// once rather than one node at a time.
     pub(crate) fn append_nodes_to(self, dst: &mut VecDeque<Bytes>) {

@@ -2,7 +2,9 @@
 //! into, with positions that survive zero-copy inserts, and the cut that
 //! turns its contents into an [`EncodedBatch`].
 
+use std::cell::RefCell;
 use std::mem;
+use std::ops::{Deref, DerefMut};
 
 use bytes::{Buf, Bytes, BytesMut};
 use linkedbytes::{LinkedBytes, Node};
@@ -40,6 +42,74 @@ const FIRST_BATCH_LOW_WATER: usize = 1024;
 /// [`MessageEncoder::copied_len_hint`]: super::MessageEncoder::copied_len_hint
 pub(crate) const BY_REFERENCE_RATIO: usize = 8;
 
+/// A stream's `LinkedBytes`, taken from its thread's spares and given back
+/// when the stream is done with it: a new one allocates its node list and
+/// its slice vector, two allocations for every stream (a one-message reply
+/// included) that a spare's kept capacities save.
+struct SpareLinked(Option<LinkedBytes>);
+
+thread_local! {
+    /// Empty buffers of finished streams, their list capacities kept.
+    static SPARES: RefCell<Vec<LinkedBytes>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Most spares a thread keeps: enough for the streams that finish on it
+/// between two that start.
+const MAX_SPARES: usize = 8;
+
+impl SpareLinked {
+    fn take() -> Self {
+        let spare = SPARES
+            .try_with(|spares| spares.borrow_mut().pop())
+            .ok()
+            .flatten();
+        SpareLinked(Some(spare.unwrap_or_else(|| LinkedBytes::with_capacity(0))))
+    }
+}
+
+impl Deref for SpareLinked {
+    type Target = LinkedBytes;
+
+    #[inline]
+    fn deref(&self) -> &LinkedBytes {
+        match &self.0 {
+            Some(buf) => buf,
+            // Emptied only by `drop`.
+            None => unreachable!("a spare buffer is used after its drop"),
+        }
+    }
+}
+
+impl DerefMut for SpareLinked {
+    #[inline]
+    fn deref_mut(&mut self) -> &mut LinkedBytes {
+        match &mut self.0 {
+            Some(buf) => buf,
+            None => unreachable!("a spare buffer is used after its drop"),
+        }
+    }
+}
+
+impl Drop for SpareLinked {
+    fn drop(&mut self) {
+        let Some(mut buf) = self.0.take() else {
+            return;
+        };
+        // Only an empty list is kept (a stream dropped mid-batch holds
+        // nodes), and never the trailing buffer's memory.
+        if buf.iter_list().next().is_some() {
+            return;
+        }
+        *buf.bytes_mut() = BytesMut::new();
+        let _ = SPARES.try_with(|spares| {
+            let mut spares = spares.borrow_mut();
+            if spares.len() < MAX_SPARES {
+                spares.push(buf);
+            }
+        });
+    }
+}
+
 /// A position in the buffer, taken before a message is written.
 ///
 /// `LinkedBytes::insert` and `split` move the trailing buffer into the node
@@ -55,7 +125,7 @@ pub(crate) struct Mark {
 }
 
 pub(crate) struct BatchBuffer {
-    buf: LinkedBytes,
+    buf: SpareLinked,
     /// What a new batch reserves, and the most copied-in bytes a batch may
     /// hold for its allocation to be kept for the next batch.
     reserve: usize,
@@ -96,7 +166,7 @@ impl BatchBuffer {
     pub(crate) fn new(threshold: usize) -> Self {
         let reserve = Self::reserve_for(threshold);
         Self {
-            buf: LinkedBytes::with_capacity(0),
+            buf: SpareLinked::take(),
             reserve,
             retain: 2 * reserve,
             cut_once: false,

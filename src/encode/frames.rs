@@ -29,6 +29,10 @@ pub(crate) const MAX_COPIED: usize = 3 * FRAME_SIZE;
 /// ([`DataFrames::wants_more`]), so frames fill across batches.
 #[derive(Debug, Default)]
 pub(crate) struct DataFrames {
+    /// The one node not yet taken, while there is only one: a reply of one
+    /// batch of copied-in bytes costs no deque allocation. Never set with
+    /// `nodes` holding any.
+    sole: Option<Bytes>,
     nodes: VecDeque<Bytes>,
     /// Bytes in `nodes`.
     len: usize,
@@ -45,6 +49,20 @@ impl DataFrames {
     /// Appends `batch`'s bytes after what is not yet taken.
     pub(crate) fn push(&mut self, batch: EncodedBatch) {
         self.len += batch.len();
+        let batch = match self.sole.take() {
+            None if self.nodes.is_empty() => match batch.into_sole_node() {
+                Ok(node) => {
+                    self.sole = Some(node);
+                    return;
+                }
+                Err(batch) => batch,
+            },
+            None => batch,
+            Some(sole) => {
+                self.nodes.push_back(sole);
+                batch
+            }
+        };
         batch.append_nodes_to(&mut self.nodes);
     }
 
@@ -59,7 +77,10 @@ impl DataFrames {
     /// [`MAX_COPIED`], or holds a node of a frame or more (the payload ends
     /// there).
     pub(crate) fn wants_more(&self) -> bool {
-        self.len < MAX_COPIED && self.nodes.iter().all(|node| node.len() < FRAME_SIZE)
+        self.len < MAX_COPIED
+            && (self.sole.iter())
+                .chain(&self.nodes)
+                .all(|node| node.len() < FRAME_SIZE)
     }
 
     /// The length of the next copied payload, whose first node (of less
@@ -109,7 +130,10 @@ impl Iterator for DataFrames {
     type Item = Bytes;
 
     fn next(&mut self) -> Option<Bytes> {
-        let mut first = self.nodes.pop_front()?;
+        let mut first = match self.sole.take() {
+            Some(sole) => sole,
+            None => self.nodes.pop_front()?,
+        };
         if first.len() >= FRAME_SIZE {
             // Its whole frames by reference; the rest starts the next frame.
             let whole = first.len() - first.len() % FRAME_SIZE;
