@@ -11,7 +11,9 @@ use http::{HeaderMap, HeaderValue};
 
 use tokio::time::Instant;
 
-use super::deadline::{ClientDeadline, Timer, deadline_exceeded, timeout_from_headers, timer_at};
+use super::deadline::{
+    ClientDeadline, Timer, deadline_exceeded, has_passed, timeout_from_headers, timer_at,
+};
 use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
@@ -56,6 +58,7 @@ pub fn request_headers(
 /// own (nothing else polls the request body's).
 pub struct ClientCall {
     timer: Option<Timer>,
+    deadline: Option<Instant>,
 }
 
 impl ClientCall {
@@ -64,9 +67,10 @@ impl ClientCall {
     pub fn start<B>(headers: &HeaderMap, request_body: B) -> (ClientDeadline<B>, ClientCall) {
         // One instant for both timers: see `timer_at`.
         let deadline = timeout_from_headers(headers).map(|timeout| Instant::now() + timeout);
-        let request_body = ClientDeadline::new(request_body, deadline.map(timer_at));
+        let request_body = ClientDeadline::at(request_body, deadline);
         let call = ClientCall {
             timer: deadline.map(timer_at),
+            deadline,
         };
         (request_body, call)
     }
@@ -95,7 +99,8 @@ impl ClientCall {
         let Some(timer) = self.timer.as_mut() else {
             return false;
         };
-        std::future::poll_fn(|cx| Poll::Ready(timer.as_mut().poll(cx).is_ready())).await
+        let deadline = self.deadline;
+        std::future::poll_fn(|cx| Poll::Ready(has_passed(timer, deadline, cx))).await
     }
 
     /// Checks the response headers: a trailers-only error status answers the
@@ -115,7 +120,7 @@ impl ClientCall {
 
     /// The response body, failed at the deadline.
     pub fn response_body<B>(self, body: B) -> ClientDeadline<B> {
-        ClientDeadline::new(body, self.timer)
+        ClientDeadline::new(body, self.timer).completing_at(self.deadline)
     }
 }
 

@@ -308,6 +308,11 @@ impl<B> std::fmt::Debug for ServerResponse<B> {
 pub struct ClientDeadline<B> {
     inner: Option<Pin<Box<B>>>,
     timer: Option<Timer>,
+    /// The instant `timer` completes at, when known: an error that arrives
+    /// once it has passed is the deadline's even before tokio's timer has
+    /// fired (it fires on its next tick, up to a millisecond later, and the
+    /// peer's reset at the same deadline can arrive first).
+    deadline: Option<tokio::time::Instant>,
     /// The body has yielded trailers (a response's status).
     trailers_seen: bool,
 }
@@ -318,9 +323,32 @@ impl<B> ClientDeadline<B> {
         ClientDeadline {
             inner: Some(Box::pin(inner)),
             timer,
+            deadline: None,
             trailers_seen: false,
         }
     }
+
+    /// `inner`, failed at `deadline`.
+    pub fn at(inner: B, deadline: Option<tokio::time::Instant>) -> Self {
+        ClientDeadline::new(inner, deadline.map(timer_at)).completing_at(deadline)
+    }
+
+    /// Names the instant the timer completes at.
+    pub(crate) fn completing_at(mut self, deadline: Option<tokio::time::Instant>) -> Self {
+        self.deadline = deadline;
+        self
+    }
+}
+
+/// Whether `timer` has completed, or the instant it completes at has
+/// passed (see [`ClientDeadline`]'s `deadline`).
+pub(crate) fn has_passed(
+    timer: &mut Timer,
+    deadline: Option<tokio::time::Instant>,
+    cx: &mut Context<'_>,
+) -> bool {
+    timer.as_mut().poll(cx).is_ready()
+        || deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
 }
 
 impl<B: TransportBody> Body for ClientDeadline<B> {
@@ -341,8 +369,8 @@ impl<B: TransportBody> Body for ClientDeadline<B> {
             // made when it reached the same deadline, and an end without
             // trailers then is such a reset as h2 reports some (a stream
             // reset with NO_ERROR ends cleanly): the deadline it is.
-            Poll::Ready(Some(Err(_))) if timer.as_mut().poll(cx).is_ready() => {}
-            Poll::Ready(None) if !this.trailers_seen && timer.as_mut().poll(cx).is_ready() => {}
+            Poll::Ready(Some(Err(_))) if has_passed(timer, this.deadline, cx) => {}
+            Poll::Ready(None) if !this.trailers_seen && has_passed(timer, this.deadline, cx) => {}
             Poll::Ready(frame) => {
                 match &frame {
                     None => this.inner = None,
@@ -517,6 +545,30 @@ mod tests {
         let pending: Timer = Box::pin(std::future::pending());
         let mut body = ClientDeadline::new(Empty::<Bytes>::new(), Some(pending));
         assert!(matches!(poll_once(&mut body), Poll::Ready(None)));
+    }
+
+    #[test]
+    fn an_error_past_the_deadline_is_the_deadline_before_the_timer_fires() {
+        // The peer's reset at the same deadline can arrive before tokio's
+        // timer has fired (it fires on its next tick).
+        let reset = || {
+            let frames = futures_util::stream::iter([Err::<Frame<Bytes>, _>(
+                std::io::Error::other("stream reset"),
+            )]);
+            StreamBody::new(frames)
+        };
+        let not_fired: Timer = Box::pin(std::future::pending());
+        let passed = tokio::time::Instant::now() - Duration::from_millis(1);
+        let mut body = ClientDeadline::new(reset(), Some(not_fired)).completing_at(Some(passed));
+        assert!(is_deadline(poll_once(&mut body)));
+
+        // Before the deadline, the same error is the body's own.
+        let not_fired: Timer = Box::pin(std::future::pending());
+        let ahead = tokio::time::Instant::now() + Duration::from_secs(60);
+        let mut body = ClientDeadline::new(reset(), Some(not_fired)).completing_at(Some(ahead));
+        assert!(
+            matches!(poll_once(&mut body), Poll::Ready(Some(Err(error))) if !error.is::<Status>())
+        );
     }
 
     #[test]
