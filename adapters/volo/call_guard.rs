@@ -126,12 +126,13 @@ pub(super) fn request_body(body: VoloBody, budget: Option<Budget>) -> (RequestBo
         let Some(scope) = scope.as_mut() else {
             return (RequestBody::direct(body), Method::default(), false);
         };
-        let method = scope.method.clone();
         if scope.call != 0 {
             // A second request stream inside one call (a service calling
             // another in-process): the guard minds the call's own.
+            let method = scope.method.for_another_stream();
             return (RequestBody::direct(body), method, true);
         }
+        let method = scope.method.clone();
         scope.call = NEXT_CALL.fetch_add(1, Ordering::Relaxed);
         scope.escrow = Some((body, budget));
         let body = RequestBody {

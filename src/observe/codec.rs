@@ -126,6 +126,17 @@ impl Method {
         }
     }
 
+    /// The same name, for another stream of the call: the call's count of
+    /// bytes received is its own request stream's alone.
+    #[cfg(feature = "volo")]
+    pub(crate) fn for_another_stream(&self) -> Method {
+        Method {
+            name: self.name.clone(),
+            #[cfg(feature = "opentelemetry")]
+            received: None,
+        }
+    }
+
     /// The name, when kept.
     #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
     pub(super) fn name(&self) -> Option<&Arc<str>> {
