@@ -17,7 +17,7 @@ use crate::status::Code;
 /// before its status is sent (the handler's future or the response body
 /// dropped: the peer went away), it records `CANCELLED`.
 #[derive(Default)]
-pub(crate) struct ServerCall(Option<Live>);
+pub(crate) struct ServerCall(Option<Box<Live>>);
 
 struct Live {
     instruments: Arc<Instruments>,
@@ -90,7 +90,7 @@ impl ServerCall {
     /// Records the call as ended with `code`.
     pub(crate) fn finish(&mut self, code: Code) {
         if let Some(live) = self.0.take() {
-            live.finish(code);
+            (*live).finish(code);
         }
     }
 
@@ -139,7 +139,7 @@ pub(crate) fn server_call<B>(
         sent: 0,
         timeout: timeout(req.headers()),
     };
-    ServerCall(Some(call))
+    ServerCall(Some(Box::new(call)))
 }
 
 /// The code in `headers`' `grpc-status`, if they carry one.
