@@ -88,7 +88,9 @@ fn thousand_ready_small_messages_cost_at_most_one_allocation_per_16() {
 fn steady_state_batches_allocate_nothing_when_the_consumer_keeps_up() {
     // Doubling the messages must not add allocations: after the first
     // batch, a batch costs nothing when the previous one was dropped before
-    // it is encoded (the buffer is reclaimed in place).
+    // it is encoded (the buffer is reclaimed in place). The second stream
+    // may cost fewer: it takes the first one's byte list from the thread's
+    // spares.
     let (small_input, large_input) = (messages(1000, 256), messages(2000, 256));
     let (_, small) = measure(|| drain(small_input, EncodeConfig::default()));
     let (drained, large) = measure(|| drain(large_input, EncodeConfig::default()));
@@ -97,7 +99,7 @@ fn steady_state_batches_allocate_nothing_when_the_consumer_keeps_up() {
         "allocations: 1000 msgs {}, 2000 msgs {}",
         small.allocations, large.allocations
     );
-    assert_eq!(small.allocations, large.allocations);
+    assert!(large.allocations <= small.allocations);
 }
 
 #[test]

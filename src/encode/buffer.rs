@@ -48,19 +48,24 @@ pub(crate) const BY_REFERENCE_RATIO: usize = 8;
 /// included) that a spare's kept capacities save.
 struct SpareLinked(Option<LinkedBytes>);
 
-thread_local! {
-    /// Empty buffers of finished streams, their list capacities kept.
-    static SPARES: RefCell<Vec<LinkedBytes>> = const { RefCell::new(Vec::new()) };
-}
-
 /// Most spares a thread keeps: enough for the streams that finish on it
 /// between two that start.
 const MAX_SPARES: usize = 8;
 
+thread_local! {
+    /// Empty buffers of finished streams, their list capacities kept; in
+    /// slots of their own, so keeping one never allocates.
+    static SPARES: RefCell<[Option<LinkedBytes>; MAX_SPARES]> =
+        const { RefCell::new([const { None }; MAX_SPARES]) };
+}
+
 impl SpareLinked {
     fn take() -> Self {
         let spare = SPARES
-            .try_with(|spares| spares.borrow_mut().pop())
+            .try_with(|spares| {
+                let mut spares = spares.borrow_mut();
+                spares.iter_mut().find_map(Option::take)
+            })
             .ok()
             .flatten();
         SpareLinked(Some(spare.unwrap_or_else(|| LinkedBytes::with_capacity(0))))
@@ -103,8 +108,8 @@ impl Drop for SpareLinked {
         *buf.bytes_mut() = BytesMut::new();
         let _ = SPARES.try_with(|spares| {
             let mut spares = spares.borrow_mut();
-            if spares.len() < MAX_SPARES {
-                spares.push(buf);
+            if let Some(slot) = spares.iter_mut().find(|slot| slot.is_none()) {
+                *slot = Some(buf);
             }
         });
     }

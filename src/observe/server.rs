@@ -16,6 +16,10 @@ use crate::status::Code;
 /// carries it and tells it the message bytes sent and the status; dropped
 /// before its status is sent (the handler's future or the response body
 /// dropped: the peer went away), it records `CANCELLED`.
+///
+/// Boxed: the record rides in the call's future and its response body, and
+/// inline it made every call's state some 80 bytes larger, recorded or not
+/// (more copying than the box's one allocation costs a recorded call).
 #[derive(Default)]
 pub(crate) struct ServerCall(Option<Box<Live>>);
 
