@@ -4,16 +4,13 @@
 //! metadata must be base64.
 
 use std::future::Future;
-use std::task::Poll;
 
 use http::header::{CONTENT_TYPE, TE};
 use http::{HeaderMap, HeaderValue};
 
 use tokio::time::Instant;
 
-use super::deadline::{
-    ClientDeadline, Timer, deadline_exceeded, has_passed, timeout_from_headers, timer_at,
-};
+use super::deadline::{ClientDeadline, deadline_exceeded, timeout_from_headers};
 use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
@@ -57,7 +54,6 @@ pub fn request_headers(
 /// response headers; this bounds both bodies too, each with a timer of its
 /// own (nothing else polls the request body's).
 pub struct ClientCall {
-    timer: Option<Timer>,
     deadline: Option<Instant>,
 }
 
@@ -67,12 +63,10 @@ impl ClientCall {
     pub fn start<B>(headers: &HeaderMap, request_body: B) -> (ClientDeadline<B>, ClientCall) {
         // One instant for both timers: see `timer_at`.
         let deadline = timeout_from_headers(headers).map(|timeout| Instant::now() + timeout);
-        let request_body = ClientDeadline::at(request_body, deadline);
-        let call = ClientCall {
-            timer: deadline.map(timer_at),
-            deadline,
-        };
-        (request_body, call)
+        (
+            ClientDeadline::at(request_body, deadline),
+            ClientCall { deadline },
+        )
     }
 
     /// Awaits the response headers. An error of the transport (one
@@ -87,20 +81,18 @@ impl ClientCall {
     ) -> Result<T, AtDeadline<E>> {
         match response.await {
             Ok(response) => Ok(response),
-            Err(error) if is_transport(&error) && self.deadline_passed().await => {
+            Err(error) if is_transport(&error) && self.deadline_passed() => {
                 Err(AtDeadline::Exceeded(deadline_exceeded()))
             }
             Err(error) => Err(AtDeadline::Error(error)),
         }
     }
 
-    /// Whether the deadline has passed (`false` without one).
-    async fn deadline_passed(&mut self) -> bool {
-        let Some(timer) = self.timer.as_mut() else {
-            return false;
-        };
-        let deadline = self.deadline;
-        std::future::poll_fn(|cx| Poll::Ready(has_passed(timer, deadline, cx))).await
+    /// Whether the deadline has passed (`false` without one): on tokio's
+    /// clock, which its timers follow.
+    fn deadline_passed(&self) -> bool {
+        self.deadline
+            .is_some_and(|deadline| Instant::now() >= deadline)
     }
 
     /// Checks the response headers: a trailers-only error status answers the
@@ -120,7 +112,7 @@ impl ClientCall {
 
     /// The response body, failed at the deadline.
     pub fn response_body<B>(self, body: B) -> ClientDeadline<B> {
-        ClientDeadline::new(body, self.timer).completing_at(self.deadline)
+        ClientDeadline::at(body, self.deadline)
     }
 }
 

@@ -342,7 +342,7 @@ impl<B> ClientDeadline<B> {
 
 /// Whether `timer` has completed, or the instant it completes at has
 /// passed (see [`ClientDeadline`]'s `deadline`).
-pub(crate) fn has_passed(
+fn has_passed(
     timer: &mut Timer,
     deadline: Option<tokio::time::Instant>,
     cx: &mut Context<'_>,
