@@ -31,6 +31,7 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod binary_metadata;
+mod spares;
 
 /// What `http_body::Body::poll_frame` returns for the crate's bodies of
 /// `Bytes`.

@@ -129,6 +129,24 @@ impl Code {
             .unwrap_or(Code::Unknown)
     }
 
+    /// The code a `grpc-status` value names: decimal digits, blanks around
+    /// them allowed; `None` for anything else. Read by hand: a status is
+    /// read on every call, and `str::parse` costs more than the digits.
+    pub(crate) fn from_header_value(value: &[u8]) -> Option<Code> {
+        let digits = value.trim_ascii();
+        // More digits than any i32 has are out of range, hence `Unknown`.
+        if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+            return None;
+        }
+        if digits.len() > 9 {
+            return Some(Code::Unknown);
+        }
+        let value = digits
+            .iter()
+            .fold(0, |value, digit| value * 10 + i32::from(digit - b'0'));
+        Some(Code::from_i32(value))
+    }
+
     /// The numeric value of this code.
     pub const fn as_i32(self) -> i32 {
         self as i32
@@ -369,11 +387,7 @@ impl Status {
 
     fn read_code_and_message(headers: &HeaderMap) -> Option<Status> {
         let raw_code = headers.get(&STATUS_NAME)?;
-        let Some(code) = std::str::from_utf8(raw_code.as_bytes())
-            .ok()
-            .and_then(|text| text.trim().parse::<i32>().ok())
-            .map(Code::from_i32)
-        else {
+        let Some(code) = Code::from_header_value(raw_code.as_bytes()) else {
             return Some(Status::new(
                 Code::Unknown,
                 format!("invalid grpc-status header: {raw_code:?}"),
@@ -507,6 +521,19 @@ impl StdError for Status {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_status_value_is_its_digits_and_nothing_else() {
+        let read = Code::from_header_value;
+        assert_eq!(read(b"0"), Some(Code::Ok));
+        assert_eq!(read(b" 14 "), Some(Code::Unavailable));
+        assert_eq!(read(b"16"), Some(Code::Unauthenticated));
+        assert_eq!(read(b"17"), Some(Code::Unknown));
+        assert_eq!(read(b"99999999999999"), Some(Code::Unknown));
+        for invalid in [&b""[..], b" ", b"+5", b"-1", b"1a", b"\xff"] {
+            assert_eq!(read(invalid), None, "{invalid:?}");
+        }
+    }
 
     #[test]
     fn ok_status_copies_no_metadata() {

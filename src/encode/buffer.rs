@@ -12,6 +12,7 @@ use linkedbytes::{LinkedBytes, Node};
 use super::batch::EncodedBatch;
 use super::config::FRAME_SIZE;
 use crate::envelope::HEADER_LEN;
+use crate::spares::{self, Spares};
 use crate::status::Status;
 
 /// Spare room below which a new batch reserves a fresh stretch: enough for
@@ -53,21 +54,13 @@ struct SpareLinked(Option<LinkedBytes>);
 const MAX_SPARES: usize = 8;
 
 thread_local! {
-    /// Empty buffers of finished streams, their list capacities kept; in
-    /// slots of their own, so keeping one never allocates.
-    static SPARES: RefCell<[Option<LinkedBytes>; MAX_SPARES]> =
-        const { RefCell::new([const { None }; MAX_SPARES]) };
+    /// Empty buffers of finished streams, their list capacities kept.
+    static SPARES: RefCell<Spares<LinkedBytes, MAX_SPARES>> = const { Spares::new() };
 }
 
 impl SpareLinked {
     fn take() -> Self {
-        let spare = SPARES
-            .try_with(|spares| {
-                let mut spares = spares.borrow_mut();
-                spares.iter_mut().find_map(Option::take)
-            })
-            .ok()
-            .flatten();
+        let spare = spares::take(&SPARES);
         SpareLinked(Some(spare.unwrap_or_else(|| LinkedBytes::with_capacity(0))))
     }
 }
@@ -106,12 +99,7 @@ impl Drop for SpareLinked {
             return;
         }
         *buf.bytes_mut() = BytesMut::new();
-        let _ = SPARES.try_with(|spares| {
-            let mut spares = spares.borrow_mut();
-            if let Some(slot) = spares.iter_mut().find(|slot| slot.is_none()) {
-                *slot = Some(buf);
-            }
-        });
+        spares::keep(&SPARES, buf);
     }
 }
 

@@ -98,7 +98,7 @@ pub(crate) struct Method {
     #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
     name: Option<Arc<str>>,
     #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-    received: Option<Arc<std::sync::atomic::AtomicU64>>,
+    received: Option<super::server::Received>,
 }
 
 impl Method {
@@ -119,7 +119,7 @@ impl Method {
     /// A recorded server call's method: its interned name, and the count
     /// its request stream adds the message bytes it receives to.
     #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-    pub(crate) fn recorded(name: Arc<str>, received: Arc<std::sync::atomic::AtomicU64>) -> Method {
+    pub(crate) fn recorded(name: Arc<str>, received: super::server::Received) -> Method {
         Method {
             name: Some(name),
             received: Some(received),
@@ -152,7 +152,7 @@ pub(crate) struct ReceivedBytes(
     #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
     // Inline, not boxed: an allocation per recorded call costs more than
     // the stream's few moves of these bytes.
-    Option<(super::wire::MessageBytes, Arc<std::sync::atomic::AtomicU64>)>,
+    Option<(super::wire::MessageBytes, super::server::Received)>,
 );
 
 impl ReceivedBytes {
@@ -173,7 +173,7 @@ impl ReceivedBytes {
         if let Some((bytes, total)) = &mut self.0 {
             let before = bytes.total();
             bytes.feed(data);
-            total.fetch_add(bytes.total() - before, std::sync::atomic::Ordering::Relaxed);
+            total.add(bytes.total() - before);
         }
     }
 }

@@ -137,6 +137,8 @@ pub(crate) struct Instruments {
     /// reported when the meter collects, so starting a call is one atomic
     /// add (the SDK hashes a counter's attributes on every add).
     server_started: &'static [AtomicU64],
+    /// Which [`install`] made these.
+    generation: u64,
     pub(crate) server_duration: Histogram<f64>,
     pub(crate) server_sent: Histogram<u64>,
     pub(crate) server_rcvd: Histogram<u64>,
@@ -225,6 +227,7 @@ impl Instruments {
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
             server_started: server_started_counts(),
+            generation,
             server_duration: seconds(
                 names::SERVER_CALL_DURATION,
                 "Time from a server call's request headers to its status",
@@ -297,12 +300,18 @@ impl Instruments {
         self.interned(path.strip_prefix('/').unwrap_or(path))
     }
 
-    /// Counts a server call to `path` started, and returns its
-    /// `grpc.method` name, interned, and the name's number.
-    pub(crate) fn server_call_started(&self, path: &str) -> (Arc<str>, usize) {
-        let (name, number) = super::codec::intern_numbered(path.strip_prefix('/').unwrap_or(path));
-        self.server_started[number].fetch_add(1, Ordering::Relaxed);
-        (name, number)
+    /// Counts a server call started, to the method numbered `number`
+    /// (`codec::intern_numbered`).
+    pub(crate) fn server_call_started(&self, number: usize) {
+        if let Some(started) = self.server_started.get(number) {
+            started.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether these are the instruments the latest [`install`] made (a
+    /// record kept for reuse may hold older ones).
+    pub(crate) fn are_current(&self) -> bool {
+        self.generation == INSTALLS.load(Ordering::Relaxed)
     }
 
     /// The server histograms bound to `method` (numbered `number`) and

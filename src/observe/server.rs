@@ -1,6 +1,8 @@
 //! A66's server instruments: one record per call, from its request headers
 //! to the status in its trailers.
 
+use std::cell::RefCell;
+use std::fmt;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -9,6 +11,7 @@ use http::HeaderMap;
 use opentelemetry::{KeyValue, Value};
 
 use super::instruments::{Instruments, instruments, names};
+use crate::spares::{self, Spares};
 use crate::status::Code;
 
 /// A server call being recorded, or nothing when no meter is installed.
@@ -17,12 +20,14 @@ use crate::status::Code;
 /// before its status is sent (the handler's future or the response body
 /// dropped: the peer went away), it records `CANCELLED`.
 ///
-/// Boxed: the record rides in the call's future and its response body, and
-/// inline it made every call's state some 80 bytes larger, recorded or not
-/// (more copying than the box's one allocation costs a recorded call).
+/// One pointer: the record rides in the call's future and its response
+/// body, and inline it made every call's state some 80 bytes larger,
+/// recorded or not.
 #[derive(Default)]
-pub(crate) struct ServerCall(Option<Box<Live>>);
+pub(crate) struct ServerCall(Option<Arc<Live>>);
 
+/// A recorded call's figures, shared by its response, which finishes the
+/// record, and its request stream, which adds the bytes it receives.
 struct Live {
     instruments: Arc<Instruments>,
     method: Arc<str>,
@@ -30,19 +35,75 @@ struct Live {
     #[cfg_attr(not(feature = "opentelemetry-bound"), allow(dead_code))]
     number: usize,
     start: Instant,
-    received: Arc<AtomicU64>,
-    /// Response message bytes sent so far.
-    sent: u64,
     /// The call's `grpc-timeout`: a `DEADLINE_EXCEEDED` end past it is a
     /// deadline end.
     timeout: Option<Duration>,
+    received: AtomicU64,
+    /// Response message bytes sent so far.
+    sent: AtomicU64,
+}
+
+/// Most finished records a thread keeps for the calls that start on it:
+/// the calls a connection's read can start before any of them finishes.
+const MAX_SPARE_RECORDS: usize = 32;
+
+thread_local! {
+    /// Finished records no stream holds any more. A record is one small
+    /// allocation, but freeing and making one per call perturbs the
+    /// allocator's bins for the call's own message buffers; reused, a
+    /// recorded call allocates nothing the unrecorded one does not.
+    static SPARE_RECORDS: RefCell<Spares<Arc<Live>, MAX_SPARE_RECORDS>> =
+        const { Spares::new() };
 }
 
 impl Live {
-    fn finish(self, code: Code) {
+    /// A record of a call to `name` starting now, or `None` when no meter
+    /// is installed.
+    fn start(name: &str, timeout: Option<Duration>) -> Option<Arc<Live>> {
+        let spare = spares::take(&SPARE_RECORDS).and_then(|mut spare| {
+            Arc::get_mut(&mut spare)?.restart(name, timeout)?;
+            Some(spare)
+        });
+        if spare.is_some() {
+            return spare;
+        }
+        let instruments = instruments()?;
+        let (method, number) = super::codec::intern_numbered(name);
+        instruments.server_call_started(number);
+        Some(Arc::new(Live {
+            instruments,
+            method,
+            number,
+            start: Instant::now(),
+            timeout,
+            received: AtomicU64::new(0),
+            sent: AtomicU64::new(0),
+        }))
+    }
+
+    /// Makes a finished record the record of a call to `name` starting
+    /// now. What a service's calls mostly share with the last one, the
+    /// instruments and the method's name, is kept as it is.
+    fn restart(&mut self, name: &str, timeout: Option<Duration>) -> Option<()> {
+        if !self.instruments.are_current() {
+            self.instruments = instruments()?;
+        }
+        if *self.method != *name {
+            (self.method, self.number) = super::codec::intern_numbered(name);
+        }
+        self.instruments.server_call_started(self.number);
+        self.start = Instant::now();
+        self.timeout = timeout;
+        *self.received.get_mut() = 0;
+        *self.sent.get_mut() = 0;
+        Some(())
+    }
+
+    fn finish(&self, code: Code) {
         let instruments = &self.instruments;
         let elapsed = self.start.elapsed();
         let received = self.received.load(Ordering::Relaxed);
+        let sent = self.sent.load(Ordering::Relaxed);
         if code == Code::DeadlineExceeded && self.timeout.is_some_and(|t| elapsed >= t) {
             let method = KeyValue::new(names::METHOD, Value::from(self.method.clone()));
             instruments.server_deadline_ended.add(1, &[method]);
@@ -50,19 +111,38 @@ impl Live {
         #[cfg(feature = "opentelemetry-bound")]
         if let Some(bound) = instruments.server_bound(self.number, &self.method, code) {
             bound.duration.record(elapsed.as_secs_f64());
-            bound.sent.record(self.sent);
+            bound.sent.record(sent);
             bound.rcvd.record(received);
             return;
         }
         let attributes = [
-            KeyValue::new(names::METHOD, Value::from(self.method)),
+            KeyValue::new(names::METHOD, Value::from(self.method.clone())),
             KeyValue::new(names::STATUS, code.as_str()),
         ];
         instruments
             .server_duration
             .record(elapsed.as_secs_f64(), &attributes);
-        instruments.server_sent.record(self.sent, &attributes);
+        instruments.server_sent.record(sent, &attributes);
         instruments.server_rcvd.record(received, &attributes);
+    }
+}
+
+/// Where a recorded call's request stream adds the message bytes it
+/// receives.
+#[derive(Clone)]
+pub(crate) struct Received(Arc<Live>);
+
+impl Received {
+    /// Adds `bytes` received.
+    #[inline]
+    pub(crate) fn add(&self, bytes: u64) {
+        self.0.received.fetch_add(bytes, Ordering::Relaxed);
+    }
+}
+
+impl fmt::Debug for Received {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_tuple("Received").field(&self.0.method).finish()
     }
 }
 
@@ -78,7 +158,7 @@ impl ServerCall {
     /// to, or the name `path` gives.
     pub(crate) fn method(&self, path: &str) -> super::Method {
         match &self.0 {
-            Some(live) => super::Method::recorded(live.method.clone(), live.received.clone()),
+            Some(live) => super::Method::recorded(live.method.clone(), Received(live.clone())),
             None => super::Method::of(path),
         }
     }
@@ -86,15 +166,20 @@ impl ServerCall {
     /// The response message bytes sent so far, as on the wire.
     #[inline]
     pub(crate) fn set_sent(&mut self, bytes: u64) {
-        if let Some(live) = &mut self.0 {
-            live.sent = bytes;
+        if let Some(live) = &self.0 {
+            live.sent.store(bytes, Ordering::Relaxed);
         }
     }
 
     /// Records the call as ended with `code`.
     pub(crate) fn finish(&mut self, code: Code) {
         if let Some(live) = self.0.take() {
-            (*live).finish(code);
+            live.finish(code);
+            // A request stream still holding the record (its handler has
+            // not dropped it yet) frees it when it is done.
+            if Arc::strong_count(&live) == 1 {
+                spares::keep(&SPARE_RECORDS, live);
+            }
         }
     }
 
@@ -130,31 +215,20 @@ pub(crate) fn server_call<B>(
     req: &http::Request<B>,
     timeout: impl FnOnce(&HeaderMap) -> Option<Duration>,
 ) -> ServerCall {
-    let Some(instruments) = instruments() else {
+    if !super::installed() {
         return ServerCall(None);
-    };
-    let (method, number) = instruments.server_call_started(req.uri().path());
-    let call = Live {
-        instruments,
-        method,
-        number,
-        start: Instant::now(),
-        received: Arc::new(AtomicU64::new(0)),
-        sent: 0,
-        timeout: timeout(req.headers()),
-    };
-    ServerCall(Some(Box::new(call)))
+    }
+    let path = req.uri().path();
+    let name = path.strip_prefix('/').unwrap_or(path);
+    ServerCall(Live::start(name, timeout(req.headers())))
 }
 
 /// The code in `headers`' `grpc-status`, if they carry one.
 pub(super) fn status_of(headers: &HeaderMap) -> Option<Code> {
-    // A name, not a `&str`: looking up by `&str` parses it on every call.
-    static GRPC_STATUS: http::HeaderName =
-        http::HeaderName::from_static(crate::status::GRPC_STATUS);
-    let value = headers.get(&GRPC_STATUS)?;
-    let code = std::str::from_utf8(value.as_bytes())
-        .ok()
-        .and_then(|digits| digits.parse::<i32>().ok())
-        .map_or(Code::Unknown, Code::from_i32);
-    Some(code)
+    // A scan, not a lookup: a response's headers and trailers are a few
+    // entries, and hashing the name costs more than comparing it to each.
+    let (_, value) = headers
+        .iter()
+        .find(|(name, _)| name.as_str() == crate::status::GRPC_STATUS)?;
+    Some(Code::from_header_value(value.as_bytes()).unwrap_or(Code::Unknown))
 }

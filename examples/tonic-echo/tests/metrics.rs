@@ -134,6 +134,60 @@ async fn unary_sizes_are_the_compressed_bytes_on_the_wire() {
 }
 
 #[tokio::test]
+async fn calls_one_after_another_each_record_their_own_method_and_sizes() {
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let addr = start_server().await;
+    let connection = raw::connect(addr).await;
+
+    // The test's runtime has one thread: each call after the first starts
+    // on the record the one before it finished.
+    let mut unary_received = 0;
+    let mut unary_sent = 0;
+    for size in [100, 3_000] {
+        let request = EchoRequest {
+            payload: vec![b'a'; size].into(),
+            ..Default::default()
+        }
+        .encode_to_vec();
+        let reply = raw::call(&connection, UNARY, &[], envelope(0, &request)).await;
+        assert_eq!(reply.code(), tonic::Code::Ok, "{reply:?}");
+        unary_received += request.len();
+        unary_sent += envelopes(&reply.data)
+            .iter()
+            .map(|&(_, len)| len)
+            .sum::<usize>();
+    }
+    let request = EchoRequest {
+        response_count: 3,
+        response_size: 10,
+        ..Default::default()
+    }
+    .encode_to_vec();
+    let reply = raw::call(&connection, SERVER_STREAM, &[], envelope(0, &request)).await;
+    assert_eq!(reply.code(), tonic::Code::Ok, "{reply:?}");
+    let stream_sent: usize = envelopes(&reply.data).iter().map(|&(_, len)| len).sum();
+
+    let unary = [(names::METHOD, method(UNARY)), (names::STATUS, "OK")];
+    let stream = [
+        (names::METHOD, method(SERVER_STREAM)),
+        (names::STATUS, "OK"),
+    ];
+    let duration = durations(recorder, 3).await;
+    assert_eq!(duration.count(&unary), 2, "{duration:?}");
+    assert_eq!(duration.count(&stream), 1, "{duration:?}");
+    let rcvd = recorder.read(names::SERVER_CALL_RCVD_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(rcvd.sum(&unary), unary_received as f64, "{rcvd:?}");
+    assert_eq!(rcvd.sum(&stream), request.len() as f64, "{rcvd:?}");
+    let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.sum(&unary), unary_sent as f64, "{sent:?}");
+    assert_eq!(sent.sum(&stream), stream_sent as f64, "{sent:?}");
+    let started = recorder.read(names::SERVER_CALL_STARTED);
+    assert_eq!(started.sum(&[(names::METHOD, method(UNARY))]), 2.0);
+    assert_eq!(started.sum(&[(names::METHOD, method(SERVER_STREAM))]), 1.0);
+}
+
+#[tokio::test]
 async fn a_refused_request_is_recorded_with_its_status() {
     let recorder = recorder();
     let _turn = recorder.start().await;
