@@ -16,6 +16,7 @@ use bytes::Bytes;
 use http::{HeaderMap, HeaderName};
 use http_body::{Body, Frame, SizeHint};
 
+use super::message_bytes::MessageBytes;
 use super::read_ahead::{BoxError, Pump, TransportBody};
 use crate::PolledFrame;
 use crate::observe::ServerCall;
@@ -93,7 +94,7 @@ pin_project_lite::pin_project! {
         call: ServerCall,
         // Where the body is in its envelopes, followed while a deadline may
         // cut it or the call is recorded.
-        position: EnvelopePosition,
+        position: MessageBytes,
         // The deadline passed inside a message: the rest of it goes first.
         finishing: bool,
         // Whether the deadline's trailers have been sent.
@@ -127,7 +128,7 @@ impl<B> ServerResponse<B> {
             timer,
             pump,
             call,
-            position: EnvelopePosition::default(),
+            position: MessageBytes::default(),
             finishing: false,
             expired: false,
         }
@@ -168,8 +169,8 @@ where
                 if let Some(Ok(frame)) = frame
                     && let Ok(mut data) = frame.into_data()
                 {
-                    let rest = this.position.advance(&data, true);
-                    this.call.set_sent(this.position.payload);
+                    let rest = this.position.feed_to_message_end(&data);
+                    this.call.set_sent(this.position.total());
                     data.truncate(rest);
                     return Poll::Ready(Some(Ok(Frame::data(data))));
                 }
@@ -190,8 +191,8 @@ where
             Poll::Ready(Some(Ok(frame))) => {
                 if let Some(data) = frame.data_ref() {
                     if this.timer.is_some() || this.call.is_recorded() {
-                        this.position.advance(data, false);
-                        this.call.set_sent(this.position.payload);
+                        this.position.feed(data);
+                        this.call.set_sent(this.position.total());
                     }
                 } else if let Some(trailers) = frame.trailers_ref() {
                     this.call.trailers(trailers);
@@ -223,69 +224,6 @@ where
         match &self.inner {
             Some(inner) if self.timer.is_none() && !self.finishing => inner.size_hint(),
             _ => SizeHint::default(),
-        }
-    }
-}
-
-/// Where a body of gRPC envelopes is: how much of the current header has
-/// gone by, or how much of the current message is left.
-#[derive(Debug, Default)]
-struct EnvelopePosition {
-    /// Header bytes seen of the current envelope (0 to 5).
-    header: usize,
-    /// The length field, as its bytes arrive.
-    length: [u8; 4],
-    /// Payload bytes left of the current message.
-    left: usize,
-    /// Payload bytes moved over, all messages.
-    payload: u64,
-}
-
-impl EnvelopePosition {
-    fn at_boundary(&self) -> bool {
-        self.header == 0
-    }
-
-    /// Moves over `data`; with `stop`, only to the end of the message under
-    /// way. Returns how many bytes it moved over.
-    fn advance(&mut self, data: &[u8], stop: bool) -> usize {
-        let mut at = 0;
-        loop {
-            if self.header == 5 {
-                let taken = self.left.min(data.len() - at);
-                self.left -= taken;
-                self.payload += taken as u64;
-                at += taken;
-                if self.left > 0 {
-                    return at;
-                }
-                self.header = 0;
-                if stop {
-                    return at;
-                }
-            }
-            let rest = &data[at..];
-            if rest.is_empty() {
-                return at;
-            }
-            // A whole prefix in this chunk, the common case: read at once.
-            if self.header == 0
-                && let Some(&[_flags, a, b, c, d]) = rest.first_chunk::<5>()
-            {
-                self.left = u32::from_be_bytes([a, b, c, d]) as usize;
-                self.header = 5;
-                at += 5;
-                continue;
-            }
-            // A prefix split across chunks: a byte at a time.
-            if self.header > 0 {
-                self.length[self.header - 1] = rest[0];
-            }
-            self.header += 1;
-            at += 1;
-            if self.header == 5 {
-                self.left = u32::from_be_bytes(self.length) as usize;
-            }
         }
     }
 }
@@ -456,41 +394,6 @@ mod tests {
     use http_body_util::{Empty, StreamBody};
 
     use super::*;
-
-    #[test]
-    fn the_envelope_walk_counts_payloads_and_stops_at_message_ends_across_any_split() {
-        let mut wire = Vec::new();
-        for payload in [&[7u8; 10][..], &[], &[1; 300]] {
-            wire.push(0);
-            wire.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-            wire.extend_from_slice(payload);
-        }
-        let ends = [15, 20, 325];
-        for step in 1..=wire.len() {
-            let mut position = EnvelopePosition::default();
-            for chunk in wire.chunks(step) {
-                assert_eq!(
-                    position.advance(chunk, false),
-                    chunk.len(),
-                    "chunks of {step}"
-                );
-            }
-            assert_eq!(position.payload, 310, "chunks of {step}");
-            assert!(position.at_boundary(), "chunks of {step}");
-            // With `stop`, each walk ends where a message does.
-            let mut position = EnvelopePosition::default();
-            let mut at = 0;
-            let mut stops = Vec::new();
-            while at < wire.len() {
-                let end = (at + step).min(wire.len());
-                at += position.advance(&wire[at..end], true);
-                if position.at_boundary() {
-                    stops.push(at);
-                }
-            }
-            assert_eq!(stops, ends, "chunks of {step}");
-        }
-    }
 
     fn poll_once<B: TransportBody>(body: &mut ClientDeadline<B>) -> PolledFrame<BoxError> {
         Pin::new(body).poll_frame(&mut Context::from_waker(Waker::noop()))

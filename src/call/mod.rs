@@ -13,6 +13,7 @@
 
 mod client;
 mod deadline;
+mod message_bytes;
 mod read_ahead;
 mod server;
 
@@ -25,6 +26,8 @@ pub(crate) use deadline::Timer;
 #[cfg(any(feature = "tonic", feature = "opentelemetry"))]
 pub(crate) use deadline::timeout_from_headers;
 pub(crate) use deadline::{ServerResponse, timer_for};
+#[cfg(feature = "opentelemetry")]
+pub(crate) use message_bytes::MessageBytes;
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
 #[cfg(feature = "volo")]

@@ -16,7 +16,8 @@ use pin_project_lite::pin_project;
 
 use super::instruments::{Instruments, instruments, names};
 use super::server::status_of;
-use super::wire::{Counted, MessageBytes};
+use super::wire::Counted;
+use crate::call::MessageBytes;
 use crate::status::{Code, Status};
 
 /// The error the adapters' response bodies carry (the deadline's body).

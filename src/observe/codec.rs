@@ -152,7 +152,7 @@ pub(crate) struct ReceivedBytes(
     #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
     // Inline, not boxed: an allocation per recorded call costs more than
     // the stream's few moves of these bytes.
-    Option<(super::wire::MessageBytes, super::server::Received)>,
+    Option<(crate::call::MessageBytes, super::server::Received)>,
 );
 
 impl ReceivedBytes {
