@@ -10,7 +10,7 @@ use http::{HeaderMap, HeaderValue};
 
 use tokio::time::Instant;
 
-use super::deadline::{ClientDeadline, deadline_exceeded, timeout_from_headers};
+use super::deadline::{ClientDeadline, deadline_exceeded, passed, timeout_from_headers};
 use crate::binary_metadata::{first_malformed_binary, malformed_binary_message};
 use crate::compression::{GRPC_ACCEPT_ENCODING, GRPC_ENCODING};
 use crate::status::{Code, Status};
@@ -81,18 +81,11 @@ impl ClientCall {
     ) -> Result<T, AtDeadline<E>> {
         match response.await {
             Ok(response) => Ok(response),
-            Err(error) if is_transport(&error) && self.deadline_passed() => {
+            Err(error) if is_transport(&error) && passed(self.deadline) => {
                 Err(AtDeadline::Exceeded(deadline_exceeded()))
             }
             Err(error) => Err(AtDeadline::Error(error)),
         }
-    }
-
-    /// Whether the deadline has passed (`false` without one): on tokio's
-    /// clock, which its timers follow.
-    fn deadline_passed(&self) -> bool {
-        self.deadline
-            .is_some_and(|deadline| Instant::now() >= deadline)
     }
 
     /// Checks the response headers: a trailers-only error status answers the

@@ -285,8 +285,13 @@ fn has_passed(
     deadline: Option<tokio::time::Instant>,
     cx: &mut Context<'_>,
 ) -> bool {
-    timer.as_mut().poll(cx).is_ready()
-        || deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
+    timer.as_mut().poll(cx).is_ready() || passed(deadline)
+}
+
+/// Whether `deadline` has passed on tokio's clock, which its timers follow
+/// (`false` without one).
+pub(crate) fn passed(deadline: Option<tokio::time::Instant>) -> bool {
+    deadline.is_some_and(|deadline| tokio::time::Instant::now() >= deadline)
 }
 
 impl<B: TransportBody> Body for ClientDeadline<B> {

@@ -9,13 +9,17 @@ use std::io::IoSlice;
 #[cfg(feature = "opentelemetry")]
 use bytes::Buf;
 
+// gRPC-Web's trailers travel as a message with the trailers flag; they are
+// metadata, not a message, and not counted.
+use crate::envelope::{FLAG_TRAILERS, HEADER_LEN};
+
 /// Follows the 5-byte prefixes through a stream of data chunks, counting
 /// the payload bytes that pass: per chunk it reads the prefixes only and
 /// skips every payload whole. A message cut short (a refusal, a reset)
 /// counts what of it arrived.
 #[derive(Debug, Default)]
 pub(crate) struct MessageBytes {
-    header: [u8; 5],
+    header: [u8; HEADER_LEN],
     /// Bytes of `header` collected (a prefix may be split across frames).
     have: usize,
     /// Payload bytes of the current message still to pass.
@@ -25,10 +29,6 @@ pub(crate) struct MessageBytes {
     /// Message payload bytes passed.
     total: u64,
 }
-
-/// gRPC-Web's trailers travel as a message with this flag bit; they are
-/// metadata, not a message.
-const TRAILERS_FLAG: u8 = 0x80;
 
 impl MessageBytes {
     /// Reads one data chunk.
@@ -50,9 +50,11 @@ impl MessageBytes {
                 // Whole messages, the common case (a batch is one chunk):
                 // from prefix to prefix, without a look at the payloads.
                 let mut total = self.total;
-                while let Some((&[flags, a, b, c, d], rest)) = chunk.split_first_chunk::<5>() {
+                while let Some((&[flags, a, b, c, d], rest)) =
+                    chunk.split_first_chunk::<HEADER_LEN>()
+                {
                     let length = u32::from_be_bytes([a, b, c, d]);
-                    let counted = flags & TRAILERS_FLAG == 0;
+                    let counted = flags & FLAG_TRAILERS == 0;
                     let Some(after) = usize::try_from(length).ok().and_then(|n| rest.get(n..))
                     else {
                         // The payload goes on in later chunks.
@@ -75,15 +77,15 @@ impl MessageBytes {
                 }
             }
             // A prefix split across chunks.
-            let take = (5 - self.have).min(chunk.len());
+            let take = (HEADER_LEN - self.have).min(chunk.len());
             self.header[self.have..self.have + take].copy_from_slice(&chunk[..take]);
             self.have += take;
             chunk = &chunk[take..];
-            if self.have == 5 {
+            if self.have == HEADER_LEN {
                 self.have = 0;
                 let [flags, length @ ..] = self.header;
                 self.remaining = u64::from(u32::from_be_bytes(length));
-                self.counted = flags & TRAILERS_FLAG == 0;
+                self.counted = flags & FLAG_TRAILERS == 0;
             }
         }
     }
@@ -114,7 +116,7 @@ impl MessageBytes {
         while !self.at_boundary() && at < chunk.len() {
             // The rest of a split prefix, then the payload it announces.
             let step = if self.have > 0 {
-                5 - self.have
+                HEADER_LEN - self.have
             } else {
                 usize::try_from(self.remaining).unwrap_or(usize::MAX)
             };
