@@ -15,7 +15,8 @@ use tonic::metadata::MetadataMap;
 
 use super::decode::ProstMessageDecoder;
 use crate::budget::Budget;
-use crate::call::Pump;
+use super::server::TonicSlots;
+use crate::call::rearm_request;
 use crate::compression::CompressionEncoding;
 use crate::decode;
 use crate::envelope::Limits;
@@ -56,9 +57,9 @@ pub struct Streaming<T> {
     // way into the handler, and each move of the decoder state is a copy of
     // some hundred bytes; one allocation costs less.
     inner: SyncWrapper<Box<decode::Streaming<ProstMessageDecoder<T>>>>,
-    /// The read-ahead of a server's request, counted against the same
-    /// budget as the decoder.
-    request_pump: Option<Pump>,
+    /// The server call whose request this stream reads (0: none), so a
+    /// budget set here counts the request's read-ahead too.
+    request_call: u64,
 }
 
 impl<T: Message + Default> Streaming<T> {
@@ -81,7 +82,7 @@ impl<T: Message + Default> Streaming<T> {
         inner.set_limits(limits);
         Streaming {
             inner: SyncWrapper::new(inner),
-            request_pump: None,
+            request_call: 0,
         }
     }
 
@@ -105,7 +106,7 @@ impl<T: Message + Default> Streaming<T> {
         inner.set_limits(limits);
         Streaming {
             inner: SyncWrapper::new(inner),
-            request_pump: None,
+            request_call: 0,
         }
     }
 
@@ -115,8 +116,8 @@ impl<T: Message + Default> Streaming<T> {
     /// before reading: it applies to messages not yet started.
     pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {
         let budget = budget.into();
-        if let Some(pump) = &self.request_pump {
-            pump.arm(Some(budget.clone()));
+        if self.request_call != 0 {
+            rearm_request::<TonicSlots>(self.request_call, &budget);
         }
         self.inner.get_mut().set_budget(budget);
         self
@@ -130,8 +131,8 @@ impl<T: Message + Default> Streaming<T> {
 
     /// Ties the request's read-ahead to this stream, so a budget set on the
     /// stream counts what is read ahead too.
-    pub(crate) fn set_request_pump(&mut self, pump: Pump) {
-        self.request_pump = Some(pump);
+    pub(crate) fn set_request_call(&mut self, call: u64) {
+        self.request_call = call;
     }
 
     /// Counts against `budget` when there is one.

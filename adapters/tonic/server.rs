@@ -34,8 +34,9 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    MISSING_REQUEST_MESSAGE, Pump, Pumped, SECOND_REQUEST_MESSAGE, ServerResponse, Timer,
-    read_ahead, read_request_head, refused, timeout_from_headers, timer_for,
+    MISSING_REQUEST_MESSAGE, Pump, RequestScope, SECOND_REQUEST_MESSAGE, ScopedCall,
+    ServerResponse, Timer, read_request_head, refused, request_scope_slots, timeout_from_headers,
+    timer_for,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
@@ -299,11 +300,13 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send + 'static,
     {
         let send = self.send.negotiate(req.headers());
-        let (request, pump) = match self.read_ahead_request(req, &call) {
+        let (request, scope) = match self.scoped_request(req, &call) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
-        let response = Pumped::new(service.call(request), Some(pump)).await;
+        // The request was read within the call (or its read-ahead is
+        // dropped with the handler's stream).
+        let (response, _pump) = ScopedCall::<TonicSlots, _>::new(service.call(request), scope).await;
         let send = send.filter(|_| !compression_disabled(&response));
         self.respond(response.map(|r| r.map(single)), send, None, None, call)
     }
@@ -322,12 +325,12 @@ impl<C: FramingCodec> Grpc<C> {
         B::Error: Into<StdError> + Send,
     {
         let send = self.send.negotiate(req.headers());
-        let (request, pump) = match self.read_ahead_request(req, &call) {
+        let (request, scope) = match self.scoped_request(req, &call) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
-        let response = Pumped::new(service.call(request), Some(pump.clone())).await;
-        self.respond(response, send, timer, Some(pump), call)
+        let (response, pump) = ScopedCall::<TonicSlots, _>::new(service.call(request), scope).await;
+        self.respond(response, send, timer, pump, call)
     }
 
     /// The request of a unary or server-streaming call: exactly one message.
@@ -380,25 +383,26 @@ impl<C: FramingCodec> Grpc<C> {
         )))
     }
 
-    /// A streaming request whose frames a [`Pump`] takes out of the
-    /// transport ahead of the handler (see [`crate::call`]); the call's
-    /// future and response body drive the pump.
-    fn read_ahead_request<B>(
+    /// A streaming request whose body stays with the call's scope until
+    /// the handler reads it, and is read ahead of the handler once it may
+    /// need it (see [`RequestScope`]).
+    fn scoped_request<B>(
         &self,
         req: http::Request<B>,
         call: &ServerCall,
-    ) -> Result<(StreamingRequest<C::Decode>, Pump), tonic::Status>
+    ) -> Result<(StreamingRequest<C::Decode>, RequestScope<TransportBody>), tonic::Status>
     where
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError>,
     {
         let budget = tagged_budget(req.extensions());
         let (parts, body) = req.into_parts();
-        let (body, pump) = read_ahead(Box::pin(bytes_body(body)));
-        pump.arm(budget);
+        let body: TransportBody = Box::pin(bytes_body(body));
+        let (scope, body) = RequestScope::holding::<TonicSlots>(body, budget);
+        let request_call = body.call();
         let mut request = self.streaming_request(http::Request::from_parts(parts, body), call)?;
-        request.get_mut().set_request_pump(pump.clone());
-        Ok((request, pump))
+        request.get_mut().set_request_call(request_call);
+        Ok((request, scope))
     }
 
     /// The handler's answer as the response: its messages encoded, ended
@@ -448,6 +452,16 @@ impl<C: FramingCodec> Grpc<C> {
 
 /// A streaming request as a handler takes it.
 type StreamingRequest<M> = tonic::Request<Streaming<M>>;
+
+/// A request's transport body as its call's scope keeps it.
+type TransportBody =
+    std::pin::Pin<Box<dyn HttpBody<Data = bytes::Bytes, Error = crate::status::Status> + Send>>;
+
+request_scope_slots!(
+    /// Where tonic calls keep their request streams' bodies.
+    pub(super) TonicSlots,
+    TransportBody
+);
 
 /// A single response message as a stream.
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {

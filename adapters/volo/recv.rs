@@ -16,7 +16,8 @@ use volo_grpc::codec::decode::Kind;
 use volo_grpc::metadata::MetadataMap;
 
 use super::budget::budget_for_new_stream;
-use super::call_guard::{rearm_request, request_body};
+use super::call_guard::VoloSlots;
+use crate::call::{rearm_request, request_body};
 use super::call_scope::{ResponseHeaders, scoped_response_headers};
 use super::compression::encoding_from_volo;
 use super::limits::limits_for_new_stream;
@@ -148,7 +149,7 @@ impl<T: Message + Default> RecvStream<T> {
                 // Inside the call's guard the body may be read ahead, and
                 // what is read ahead counts against this stream's budget.
                 let (body, method, guarded) =
-                    request_body(VoloBody { inner: body }, state.budget.clone());
+                    request_body::<VoloSlots>(VoloBody { inner: body }, state.budget.clone());
                 if !guarded {
                     warn_unshielded();
                 }
@@ -197,7 +198,7 @@ impl<T: Message + Default> RecvStream<T> {
         let state = &mut *self.state;
         state.budget = Some(budget.clone());
         if state.request_call != 0 {
-            rearm_request(state.request_call, &budget);
+            rearm_request::<VoloSlots>(state.request_call, &budget);
         }
         if let Inner::Ready(inner) = &mut state.inner {
             inner.set_budget(budget);

@@ -9,16 +9,14 @@
 //! encoded, on a client (`layer_inner`) where the request is encoded and
 //! the response stream made.
 
-use std::cell::RefCell;
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
-use std::thread::LocalKey;
 
 use pin_project_lite::pin_project;
 
-/// The thread-local a [`Scoped`] future installs its value in.
-pub(super) type Slot<T> = LocalKey<RefCell<Option<T>>>;
+use crate::call::{Installed, Slot};
+
 
 pin_project! {
     /// Polls `inner` with `value` installed in `slot`.
@@ -51,27 +49,6 @@ impl<T: 'static, F: Future> Future for Scoped<T, F> {
     }
 }
 
-/// Swaps a value into the thread-local and back out on drop, so an
-/// unwinding poll leaves nothing behind and nested scopes restore the outer.
-pub(super) struct Installed<'a, T: 'static> {
-    slot: &'static Slot<T>,
-    value: &'a mut Option<T>,
-}
-
-impl<'a, T: 'static> Installed<'a, T> {
-    pub(super) fn swap(slot: &'static Slot<T>, value: &'a mut Option<T>) -> Self {
-        slot.with(|cell| std::mem::swap(&mut *cell.borrow_mut(), value));
-        Installed { slot, value }
-    }
-}
-
-impl<T: 'static> Drop for Installed<'_, T> {
-    fn drop(&mut self) {
-        self.slot
-            .with(|cell| std::mem::swap(&mut *cell.borrow_mut(), self.value));
-    }
-}
-
 /// Runs `f` with `value` installed in `slot`.
 pub(super) fn with<T: 'static, R>(slot: &'static Slot<T>, value: T, f: impl FnOnce() -> R) -> R {
     let mut value = Some(value);
@@ -86,6 +63,8 @@ pub(super) fn current<T: Clone + 'static>(slot: &'static Slot<T>) -> Option<T> {
 
 #[cfg(test)]
 mod tests {
+    use std::cell::RefCell;
+
     use super::*;
 
     thread_local! {

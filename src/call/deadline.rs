@@ -351,47 +351,6 @@ impl<B> std::fmt::Debug for ClientDeadline<B> {
     }
 }
 
-// Only tonic's server drives its pump this way (volo's guard does it in
-// its own poll); the tests check it on every build.
-#[cfg(any(feature = "tonic", test))]
-pin_project_lite::pin_project! {
-    /// A call's future that drives the request's [`Pump`] whenever the call
-    /// waits, so frames are taken out of the transport while a handler has
-    /// not started reading (or awaits something else). A call that finishes
-    /// in the poll that starts it (one that reads its whole request at once)
-    /// never starts its pump.
-    pub struct Pumped<F> {
-        #[pin]
-        inner: F,
-        pump: Option<Pump>,
-    }
-}
-
-#[cfg(any(feature = "tonic", test))]
-impl<F> Pumped<F> {
-    /// `inner`, pumping `pump` after every poll that leaves it pending.
-    pub fn new(inner: F, pump: Option<Pump>) -> Self {
-        Pumped { inner, pump }
-    }
-}
-
-#[cfg(any(feature = "tonic", test))]
-impl<F: Future> Future for Pumped<F> {
-    type Output = F::Output;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<F::Output> {
-        let this = self.project();
-        let polled = this.inner.poll(cx);
-        // Waiting: take what is ready now, and be woken for what comes.
-        if polled.is_pending()
-            && let Some(pump) = this.pump.as_ref()
-        {
-            pump.pump(cx);
-        }
-        polled
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::task::Waker;
@@ -407,40 +366,6 @@ mod tests {
     fn is_deadline(polled: PolledFrame<BoxError>) -> bool {
         matches!(polled, Poll::Ready(Some(Err(error)))
             if error.downcast_ref::<Status>().is_some_and(|s| s.code() == Code::DeadlineExceeded))
-    }
-
-    /// A request body of ten small frames, read ahead against a budget
-    /// whose use shows what the pump took.
-    fn budgeted_request() -> (
-        crate::call::read_ahead::ReadAheadBody<impl TransportBody + Unpin>,
-        Pump,
-        crate::budget::SharedBudget,
-    ) {
-        let frames = (0..10u8).map(|i| {
-            Ok::<_, std::convert::Infallible>(http_body::Frame::data(Bytes::from(vec![i; 100])))
-        });
-        let (reader, pump) =
-            crate::call::read_ahead(StreamBody::new(futures_util::stream::iter(frames)));
-        let budget = crate::budget::SharedBudget::new(1 << 20);
-        pump.arm(Some(budget.clone().into()));
-        (reader, pump, budget)
-    }
-
-    #[test]
-    fn a_call_pumps_only_while_it_waits() {
-        let mut cx = Context::from_waker(Waker::noop());
-        let (_reader, pump, budget) = budgeted_request();
-        let mut done = std::pin::pin!(Pumped::new(std::future::ready(()), Some(pump)));
-        assert!(done.as_mut().poll(&mut cx).is_ready());
-        assert_eq!(budget.stats().in_use, 0, "finished at once: nothing taken");
-
-        let (_reader, pump, budget) = budgeted_request();
-        let mut waiting = std::pin::pin!(Pumped::new(std::future::pending::<()>(), Some(pump)));
-        assert!(waiting.as_mut().poll(&mut cx).is_pending());
-        assert!(
-            budget.stats().in_use >= 1000,
-            "waiting: the request taken ahead"
-        );
     }
 
     #[test]

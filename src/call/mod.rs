@@ -1,10 +1,10 @@
 //! What a server or client adapter wraps around one call's bodies so that a
 //! correct peer keeps its connection and its deadline:
 //!
-//! - [`read_ahead`]: a request body's frames are taken out of the transport
-//!   as they arrive (bounded), so h2's per-connection budget for small DATA
-//!   frames is given back at the rate the peer sends, not the rate a handler
-//!   reads;
+//! - [`RequestScope`] and [`ScopedCall`]: a request body's frames are taken
+//!   out of the transport as they arrive (bounded), once a call may leave
+//!   them unread, so h2's per-connection budget for small DATA frames is
+//!   given back at the rate the peer sends, not the rate a handler reads;
 //! - [`ServerResponse`] and [`ClientDeadline`]: a streaming call ends with
 //!   `DEADLINE_EXCEEDED` when its `grpc-timeout` passes; the server's also
 //!   drives the read-ahead and tells the call's record what it sent.
@@ -15,13 +15,12 @@ mod client;
 mod deadline;
 mod message_bytes;
 mod read_ahead;
+mod request_scope;
 mod server;
 
 pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::ClientDeadline;
-#[cfg(feature = "tonic")]
-pub(crate) use deadline::Pumped;
 pub(crate) use deadline::Timer;
 #[cfg(any(feature = "tonic", feature = "opentelemetry"))]
 pub(crate) use deadline::timeout_from_headers;
@@ -30,9 +29,13 @@ pub(crate) use deadline::{ServerResponse, timer_for};
 pub(crate) use message_bytes::MessageBytes;
 #[cfg(feature = "volo")]
 pub(crate) use read_ahead::BoxError;
+#[cfg(feature = "tonic")]
+pub(crate) use read_ahead::Pump;
 #[cfg(feature = "volo")]
-pub(crate) use read_ahead::ReadAheadBody;
-pub(crate) use read_ahead::{Pump, read_ahead};
+pub(crate) use request_scope::{Installed, request_body};
+pub(crate) use request_scope::{
+    Rendezvous, RequestScope, ScopeSlots, ScopedCall, Slot, rearm_request, request_scope_slots,
+};
 pub(crate) use server::{read_request_head, refused};
 
 /// What a server answers (`INTERNAL`) to a unary or server-streaming request
