@@ -4,11 +4,13 @@
 //! Splitting a body for reading ahead ([`read_ahead`]) costs shared state and
 //! a lock per frame; a request read through at once (a unary request, or a
 //! client's whole stream already arrived) gains nothing from it. So the call
-//! keeps the body in a [`RequestScope`] until the request stream first reads
-//! it; from then on the stream reads it as it comes, and splits it (armed
-//! with the stream's receive budget, its [`Pump`] left in the scope for the
-//! call to drive) the first time it hands control back with the body neither
-//! ended nor at its end: only then can frames arrive that nobody reads.
+//! keeps the body in a [`RequestScope`]; the request stream borrows it for
+//! each read and gives it back, and the body is split (armed with the
+//! stream's receive budget, its [`Pump`] left in the scope for the call to
+//! drive) only when a poll of the call ends with the body neither ended nor
+//! at its end, or the stream waits on it: only then can frames arrive that
+//! nobody reads. A request read through within one poll of its call is
+//! never split, however many frames it came in.
 //!
 //! The scope is visible to the stream only while [`ScopedCall`] polls the
 //! call. A body the stream has not taken back when that poll returns (a
@@ -382,6 +384,17 @@ impl<S: ScopeSlots> RequestBody<S> {
         }
     }
 
+    /// Gives a body read as it comes back to its call between reads, while
+    /// the call is polled (outside it, the stream keeps the body).
+    fn lend_back(&mut self) {
+        let (state, budget) = (&mut self.state, &mut self.budget);
+        with_own_scope::<S, _>(self.call, |scope| {
+            if let BodyState::Direct(body) = std::mem::replace(state, BodyState::Escrow) {
+                scope.escrow = Some((body, budget.take()));
+            }
+        });
+    }
+
     /// Splits a body read as it comes, inside its call's poll, so the call
     /// takes frames while nobody reads them.
     fn split(&mut self) {
@@ -411,24 +424,24 @@ impl<S: ScopeSlots> Body for RequestBody<S> {
             BodyState::ReadAhead(reader) => return Pin::new(reader).poll_frame(cx),
             BodyState::Escrow | BodyState::Done => return Poll::Ready(None),
         };
+        let open = match &this.state {
+            BodyState::Direct(body) => this.call != 0 && !body.is_end_stream(),
+            _ => false,
+        };
         match &polled {
-            Poll::Ready(Some(Ok(_))) | Poll::Pending if this.call != 0 => {
-                let open = match &this.state {
-                    BodyState::Direct(body) => !body.is_end_stream(),
-                    _ => false,
-                };
-                if open {
-                    // Control may leave the stream with frames still to
-                    // come: from here on they are taken ahead of it.
-                    this.split();
-                    if polled.is_pending()
-                        && let BodyState::ReadAhead(reader) = &mut this.state
-                    {
-                        // The transport holds this task's waker from the
-                        // poll that was pending: poll again through the
-                        // split, so the pump hands the wake-up over.
-                        return Pin::new(reader).poll_frame(cx);
-                    }
+            // Between reads the body goes back to its call: if the call's
+            // poll ends with it still open, the call splits it then. A
+            // request read through within one poll is never split.
+            Poll::Ready(Some(Ok(_))) if open => this.lend_back(),
+            Poll::Pending if open => {
+                // Control leaves the stream with frames still to come: from
+                // here on they are taken ahead of it.
+                this.split();
+                if let BodyState::ReadAhead(reader) = &mut this.state {
+                    // The transport holds this task's waker from the poll
+                    // that was pending: poll again through the split, so
+                    // the pump hands the wake-up over.
+                    return Pin::new(reader).poll_frame(cx);
                 }
             }
             Poll::Ready(None) => this.state = BodyState::Done,
@@ -615,6 +628,41 @@ mod tests {
         assert_eq!(bytes, 100);
         assert!(pump.is_none(), "read as it came: no read-ahead");
         assert_eq!(budget.stats().peak, 0, "nothing held ahead of the reader");
+    }
+
+    fn read_through(mut body: RequestBody<TestSlots>) -> impl Future<Output = usize> {
+        async move {
+            let mut bytes = 0;
+            while let Some(Ok(frame)) = body.frame().await {
+                bytes += frame.data_ref().map_or(0, Bytes::len);
+            }
+            bytes
+        }
+    }
+
+    #[test]
+    fn a_request_read_through_in_one_poll_is_never_split() {
+        let (scope, body, budget) = scoped(10, false);
+        let call_number = body.call();
+        let mut call = std::pin::pin!(ScopedCall::<TestSlots, _>::new(read_through(body), scope));
+        let Poll::Ready((bytes, pump)) = poll(call.as_mut()) else {
+            panic!("the whole request was there to read");
+        };
+        assert_eq!(bytes, 1000);
+        assert!(pump.is_none(), "read as it came: no read-ahead");
+        assert_eq!(budget.stats().peak, 0, "nothing held ahead of the reader");
+        assert!(!handed_over(call_number));
+    }
+
+    #[test]
+    fn a_stream_waiting_on_its_body_splits_it_in_its_call() {
+        let (scope, body, _budget) = scoped(10, true);
+        let call_number = body.call();
+        let mut call = std::pin::pin!(ScopedCall::<TestSlots, _>::new(read_through(body), scope));
+        assert!(poll(call.as_mut()).is_pending());
+        let scope = call.scope.as_ref().expect("the call is not over");
+        assert!(scope.pump.is_some(), "split when the stream waited");
+        assert!(!handed_over(call_number), "split in the call, no handover");
     }
 
     #[test]
