@@ -613,15 +613,8 @@ mod tests {
 
     #[test]
     fn a_request_ended_in_its_first_frame_is_never_split() {
-        let (scope, mut body, budget) = scoped(1, false);
-        let reading = async move {
-            let mut bytes = 0;
-            while let Some(Ok(frame)) = body.frame().await {
-                bytes += frame.data_ref().map_or(0, Bytes::len);
-            }
-            bytes
-        };
-        let mut call = std::pin::pin!(ScopedCall::<TestSlots, _>::new(reading, scope));
+        let (scope, body, budget) = scoped(1, false);
+        let mut call = std::pin::pin!(ScopedCall::<TestSlots, _>::new(read_through(body), scope));
         let Poll::Ready((bytes, pump)) = poll(call.as_mut()) else {
             panic!("the whole request was there to read");
         };
@@ -630,14 +623,12 @@ mod tests {
         assert_eq!(budget.stats().peak, 0, "nothing held ahead of the reader");
     }
 
-    fn read_through(mut body: RequestBody<TestSlots>) -> impl Future<Output = usize> {
-        async move {
-            let mut bytes = 0;
-            while let Some(Ok(frame)) = body.frame().await {
-                bytes += frame.data_ref().map_or(0, Bytes::len);
-            }
-            bytes
+    async fn read_through(mut body: RequestBody<TestSlots>) -> usize {
+        let mut bytes = 0;
+        while let Some(Ok(frame)) = body.frame().await {
+            bytes += frame.data_ref().map_or(0, Bytes::len);
         }
+        bytes
     }
 
     #[test]
