@@ -62,8 +62,8 @@ const _: () = assert!(SMALL_FRAME <= FIRST_CHUNK && FIRST_CHUNK <= LAST_CHUNK);
 /// this crate's [`Status`] when the call was ended (its deadline passed).
 pub type BoxError = Box<dyn StdError + Send + Sync>;
 
-/// A transport's body as the call bodies wrap it: bytes, and an error that
-/// can be boxed into [`BoxError`].
+/// A transport's body as the client call bodies wrap it: bytes, and an
+/// error that can be boxed into [`BoxError`].
 pub trait TransportBody: Body<Data = Bytes, Error: Into<BoxError>> {}
 
 impl<B> TransportBody for B
@@ -73,12 +73,20 @@ where
 {
 }
 
+/// A server request's transport body as the call layer reads it: bytes, and
+/// errors that are already this crate's [`Status`] (each adapter maps its
+/// transport's errors once, where it takes the body), so a request's errors
+/// stay statuses from the transport to the decoder.
+pub trait RequestTransport: Body<Data = Bytes, Error = Status> + Unpin + Send + 'static {}
+
+impl<B> RequestTransport for B where B: Body<Data = Bytes, Error = Status> + Unpin + Send + 'static {}
+
 /// Splits `body` into the body a handler reads and the pump that reads
 /// ahead of it (see the module docs). The pump takes nothing until
 /// [`Pump::arm`] gives it the stream's budget.
 pub fn read_ahead<B>(body: B) -> (ReadAheadBody<B>, Pump)
 where
-    B: TransportBody + Unpin + Send + 'static,
+    B: RequestTransport,
 {
     let shared = Arc::new(Shared {
         state: Mutex::new(State {
@@ -197,14 +205,14 @@ impl Waking {
         }
     }
 
-    fn poll<B: TransportBody + Unpin>(&self, body: &mut B) -> PolledFrame<B::Error> {
+    fn poll<B: RequestTransport>(&self, body: &mut B) -> PolledFrame<Status> {
         Pin::new(body).poll_frame(&mut Context::from_waker(&self.waker))
     }
 }
 
 enum End {
     Trailers(HeaderMap),
-    Error(BoxError),
+    Error(Status),
     Finished,
 }
 
@@ -360,7 +368,7 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-impl<B: TransportBody + Unpin + Send> Pumpable for Shared<B> {
+impl<B: RequestTransport> Pumpable for Shared<B> {
     fn pump(&self, cx: &mut Context<'_>) -> bool {
         let mut state = lock(&self.state);
         if !state.armed {
@@ -411,7 +419,7 @@ impl<B: TransportBody + Unpin + Send> Pumpable for Shared<B> {
                         Err(_) => continue,
                     },
                 },
-                Some(Err(error)) => End::Error(error.into()),
+                Some(Err(error)) => End::Error(error),
                 None => End::Finished,
             };
             state.backlog.seal_small();
@@ -445,7 +453,7 @@ impl<B: TransportBody + Unpin + Send> Pumpable for Shared<B> {
         if let Some(held) = state.budget.as_mut() {
             held.release_all();
         }
-        state.end = Some(End::Error(Box::new(status)));
+        state.end = Some(End::Error(status));
         // The call's body ends this after polling the pump, which made the
         // shared waker if the stream was armed; an unarmed stream has no
         // reader (the reader is what arms it).
@@ -465,11 +473,11 @@ impl<B: TransportBody + Unpin + Send> Pumpable for Shared<B> {
     }
 }
 
-impl<B: TransportBody + Unpin> Body for ReadAheadBody<B> {
+impl<B: RequestTransport> Body for ReadAheadBody<B> {
     type Data = Bytes;
-    type Error = BoxError;
+    type Error = Status;
 
-    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<BoxError> {
+    fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         let shared = &*self.shared;
         let mut state = lock(&shared.state);
         let state = &mut *state;
@@ -518,7 +526,7 @@ impl<B: TransportBody + Unpin> Body for ReadAheadBody<B> {
                 state.end = Some(End::Finished);
                 Poll::Ready(None)
             }
-            Poll::Ready(Some(frame)) => Poll::Ready(Some(frame.map_err(Into::into))),
+            Poll::Ready(Some(frame)) => Poll::Ready(Some(frame)),
         }
     }
 
@@ -574,8 +582,7 @@ mod tests {
 
     #[test]
     fn nothing_is_read_ahead_until_armed_and_then_against_the_budget() {
-        let frames =
-            (0..10).map(|i| Ok::<_, std::convert::Infallible>(Frame::data(small_frame(i))));
+        let frames = (0..10).map(|i| Ok::<_, Status>(Frame::data(small_frame(i))));
         let body = http_body_util::StreamBody::new(futures_util::stream::iter(frames));
         let (reader, pump) = read_ahead(body);
         let mut cx = Context::from_waker(Waker::noop());
@@ -605,12 +612,9 @@ mod tests {
 
     impl Body for Fed {
         type Data = Bytes;
-        type Error = std::convert::Infallible;
+        type Error = Status;
 
-        fn poll_frame(
-            mut self: Pin<&mut Self>,
-            cx: &mut Context<'_>,
-        ) -> PolledFrame<std::convert::Infallible> {
+        fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
             self.0
                 .poll_recv(cx)
                 .map(|data| data.map(|data| Ok(Frame::data(data))))

@@ -36,11 +36,12 @@ use std::thread::LocalKey;
 use bytes::Bytes;
 use http_body::{Body, SizeHint};
 
-use super::read_ahead::{BoxError, Pump, ReadAheadBody, TransportBody, read_ahead};
+use super::read_ahead::{Pump, ReadAheadBody, RequestTransport, read_ahead};
 use crate::PolledFrame;
 use crate::budget::Budget;
 #[cfg(feature = "volo")]
 use crate::observe::Method;
+use crate::status::Status;
 
 /// A thread-local slot a value is installed in while a future is polled.
 pub(crate) type Slot<T> = LocalKey<RefCell<Option<T>>>;
@@ -72,7 +73,7 @@ impl<T: 'static> Drop for Installed<'_, T> {
 /// Made with [`request_scope_slots!`].
 pub(crate) trait ScopeSlots: 'static {
     /// The transport body a request stream reads.
-    type Body: TransportBody + Unpin + Send + 'static;
+    type Body: RequestTransport;
 
     /// The scope of the call being polled on this thread.
     fn scope() -> &'static Slot<RequestScope<Self::Body>>;
@@ -197,7 +198,7 @@ impl<B> RequestScope<B> {
     }
 }
 
-impl<B: TransportBody + Unpin + Send + 'static> RequestScope<B> {
+impl<B: RequestTransport> RequestScope<B> {
     /// The scope of a call whose request stream is made now, over `body`,
     /// its read-ahead (if it comes to one) counted against `budget`; the
     /// stream's body is the second half.
@@ -412,15 +413,15 @@ impl<S: ScopeSlots> RequestBody<S> {
 
 impl<S: ScopeSlots> Body for RequestBody<S> {
     type Data = Bytes;
-    type Error = BoxError;
+    type Error = Status;
 
-    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<BoxError> {
+    fn poll_frame(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         let this = &mut *self;
         if let BodyState::Escrow = this.state {
             std::task::ready!(this.claim(cx));
         }
         let polled = match &mut this.state {
-            BodyState::Direct(body) => Pin::new(body).poll_frame(cx).map_err(Into::into),
+            BodyState::Direct(body) => Pin::new(body).poll_frame(cx),
             BodyState::ReadAhead(reader) => return Pin::new(reader).poll_frame(cx),
             BodyState::Escrow | BodyState::Done => return Poll::Ready(None),
         };
@@ -561,7 +562,6 @@ mod tests {
 
     use super::*;
     use crate::budget::SharedBudget;
-    use crate::status::Status;
 
     type TestBody = Pin<Box<dyn Body<Data = Bytes, Error = Status> + Send>>;
 
