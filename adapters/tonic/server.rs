@@ -186,76 +186,17 @@ impl<C: FramingCodec> Grpc<C> {
     }
 
     /// Handles a unary call.
-    pub async fn unary<S, B>(&mut self, service: S, req: http::Request<B>) -> http::Response<Body>
-    where
-        S: UnaryService<C::Decode, Response = C::Encode>,
-        B: HttpBody + Send + 'static,
-        B::Error: Into<StdError> + Send,
-    {
-        let call = observe::server_call(&req, timeout_from_headers);
-        self.unary_call(service, req, call).await
-    }
-
-    /// Handles a server-streaming call.
-    pub async fn server_streaming<S, B>(
-        &mut self,
-        service: S,
-        req: http::Request<B>,
-    ) -> http::Response<Body>
-    where
-        S: ServerStreamingService<C::Decode, Response = C::Encode>,
-        S::ResponseStream: Send + 'static,
-        B: HttpBody + Send + 'static,
-        B::Error: Into<StdError> + Send,
-    {
-        let timeout = timeout_from_headers(req.headers());
-        let call = observe::server_call(&req, |_| timeout);
-        self.server_streaming_call(service, req, timeout.map(timer_for), call).await
-    }
-
-    /// Handles a client-streaming call.
-    pub async fn client_streaming<S, B>(
-        &mut self,
-        service: S,
-        req: http::Request<B>,
-    ) -> http::Response<Body>
-    where
-        S: ClientStreamingService<C::Decode, Response = C::Encode>,
-        B: HttpBody + Send + 'static,
-        B::Error: Into<StdError> + Send + 'static,
-    {
-        let call = observe::server_call(&req, timeout_from_headers);
-        self.client_streaming_call(service, req, call).await
-    }
-
-    /// Handles a bidi-streaming call.
-    pub async fn streaming<S, B>(
-        &mut self,
-        service: S,
-        req: http::Request<B>,
-    ) -> http::Response<Body>
-    where
-        S: StreamingService<C::Decode, Response = C::Encode> + Send,
-        S::ResponseStream: Send + 'static,
-        B: HttpBody + Send + 'static,
-        B::Error: Into<StdError> + Send,
-    {
-        let timeout = timeout_from_headers(req.headers());
-        let call = observe::server_call(&req, |_| timeout);
-        self.streaming_call(service, req, timeout.map(timer_for), call).await
-    }
-
-    async fn unary_call<S, B>(
+    pub async fn unary<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
-        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: UnaryService<C::Decode, Response = C::Encode>,
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
+        let call = observe::server_call(&req, timeout_from_headers);
         let send = self.send.negotiate(req.headers());
         let request = match self.single_request(req, &call).await {
             Ok(request) => request,
@@ -266,12 +207,11 @@ impl<C: FramingCodec> Grpc<C> {
         self.respond(response.map(|r| r.map(single)), send, None, None, call)
     }
 
-    async fn server_streaming_call<S, B>(
+    /// Handles a server-streaming call.
+    pub async fn server_streaming<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
-        timer: Option<Timer>,
-        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: ServerStreamingService<C::Decode, Response = C::Encode>,
@@ -279,6 +219,10 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
+        let timeout = timeout_from_headers(req.headers());
+        let call = observe::server_call(&req, |_| timeout);
+        // The deadline runs from the request's arrival.
+        let timer = timeout.map(timer_for);
         let send = self.send.negotiate(req.headers());
         let request = match self.single_request(req, &call).await {
             Ok(request) => request,
@@ -288,17 +232,18 @@ impl<C: FramingCodec> Grpc<C> {
         self.respond(response, send, timer, None, call)
     }
 
-    async fn client_streaming_call<S, B>(
+    /// Handles a client-streaming call.
+    pub async fn client_streaming<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
-        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: ClientStreamingService<C::Decode, Response = C::Encode>,
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send + 'static,
     {
+        let call = observe::server_call(&req, timeout_from_headers);
         let send = self.send.negotiate(req.headers());
         let (request, scope) = match self.scoped_request(req, &call) {
             Ok(request) => request,
@@ -311,12 +256,11 @@ impl<C: FramingCodec> Grpc<C> {
         self.respond(response.map(|r| r.map(single)), send, None, None, call)
     }
 
-    async fn streaming_call<S, B>(
+    /// Handles a bidi-streaming call.
+    pub async fn streaming<S, B>(
         &mut self,
         mut service: S,
         req: http::Request<B>,
-        timer: Option<Timer>,
-        call: ServerCall,
     ) -> http::Response<Body>
     where
         S: StreamingService<C::Decode, Response = C::Encode> + Send,
@@ -324,6 +268,10 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
+        let timeout = timeout_from_headers(req.headers());
+        let call = observe::server_call(&req, |_| timeout);
+        // The deadline runs from the request's arrival.
+        let timer = timeout.map(timer_for);
         let send = self.send.negotiate(req.headers());
         let (request, scope) = match self.scoped_request(req, &call) {
             Ok(request) => request,
