@@ -25,7 +25,7 @@
 //! it before the call ([`RequestScope::holding`]).
 
 use std::cell::RefCell;
-use std::collections::HashMap;
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -143,33 +143,25 @@ enum Handover<B> {
     Gone,
 }
 
-/// The handovers of bodies split by their call, keyed by call number.
+/// The handovers of bodies split by their call, keyed by call number. A
+/// sorted map: the keys are the crate's own counters, few at a time, and it
+/// needs no hashing.
 pub(crate) struct Rendezvous<B> {
-    handovers: Mutex<Option<HashMap<u64, Handover<B>>>>,
+    handovers: Mutex<BTreeMap<u64, Handover<B>>>,
 }
 
 impl<B> Rendezvous<B> {
     /// An empty rendezvous (a `static`).
     pub(crate) const fn new() -> Self {
         Rendezvous {
-            handovers: Mutex::new(None),
+            handovers: Mutex::new(BTreeMap::new()),
         }
     }
 
-    fn lock(&self) -> Handovers<'_, B> {
-        Handovers(
-            self.handovers
-                .lock()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-        )
-    }
-}
-
-struct Handovers<'a, B>(MutexGuard<'a, Option<HashMap<u64, Handover<B>>>>);
-
-impl<B> Handovers<'_, B> {
-    fn map(&mut self) -> &mut HashMap<u64, Handover<B>> {
-        self.0.get_or_insert_with(HashMap::new)
+    fn lock(&self) -> MutexGuard<'_, BTreeMap<u64, Handover<B>>> {
+        self.handovers
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -227,8 +219,7 @@ impl<B: RequestTransport> RequestScope<B> {
         };
         let (reader, pump) = read_ahead(body);
         pump.arm(budget);
-        let mut handovers = S::rendezvous().lock();
-        let map = handovers.map();
+        let mut map = S::rendezvous().lock();
         match map.remove(&self.call) {
             // Dropped unread: nothing to read ahead for.
             Some(Handover::Abandoned) => return,
@@ -245,8 +236,7 @@ impl<B: RequestTransport> RequestScope<B> {
         if self.escrow.take().is_none() {
             return;
         }
-        let mut handovers = S::rendezvous().lock();
-        let map = handovers.map();
+        let mut map = S::rendezvous().lock();
         match map.remove(&self.call) {
             Some(Handover::Abandoned) => {}
             Some(Handover::Waiting(waker)) => {
@@ -300,7 +290,7 @@ pub(crate) fn rearm_request<S: ScopeSlots>(call: u64, budget: &Budget) {
         }
     });
     if in_scope.is_none()
-        && let Some(Handover::Ready(_, pump)) = S::rendezvous().lock().map().get(&call)
+        && let Some(Handover::Ready(_, pump)) = S::rendezvous().lock().get(&call)
     {
         pump.arm(Some(budget.clone()));
     }
@@ -361,8 +351,7 @@ impl<S: ScopeSlots> RequestBody<S> {
             self.budget = budget;
             return Poll::Ready(());
         }
-        let mut handovers = S::rendezvous().lock();
-        let map = handovers.map();
+        let mut map = S::rendezvous().lock();
         match map.remove(&call) {
             Some(Handover::Ready(reader, _pump)) => {
                 self.state = BodyState::ReadAhead(reader);
@@ -479,8 +468,7 @@ impl<S: ScopeSlots> Drop for RequestBody<S> {
         {
             return;
         }
-        let mut handovers = S::rendezvous().lock();
-        let map = handovers.map();
+        let mut map = S::rendezvous().lock();
         match map.remove(&call) {
             Some(Handover::Ready(..) | Handover::Gone) => {}
             Some(Handover::Waiting(_) | Handover::Abandoned) | None => {
@@ -608,7 +596,7 @@ mod tests {
     }
 
     fn handed_over(call: u64) -> bool {
-        TestSlots::rendezvous().lock().map().contains_key(&call)
+        TestSlots::rendezvous().lock().contains_key(&call)
     }
 
     async fn read_through(mut body: RequestBody<TestSlots>) -> usize {
