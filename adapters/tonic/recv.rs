@@ -116,9 +116,7 @@ impl<T: Message + Default> Streaming<T> {
     /// before reading: it applies to messages not yet started.
     pub fn with_budget(mut self, budget: impl Into<Budget>) -> Self {
         let budget = budget.into();
-        if self.request_call != 0 {
-            rearm_request::<TonicSlots>(self.request_call, &budget);
-        }
+        rearm_request::<TonicSlots>(self.request_call, &budget);
         self.inner.get_mut().set_budget(budget);
         self
     }

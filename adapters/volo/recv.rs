@@ -197,9 +197,7 @@ impl<T: Message + Default> RecvStream<T> {
         let budget = budget.into();
         let state = &mut *self.state;
         state.budget = Some(budget.clone());
-        if state.request_call != 0 {
-            rearm_request::<VoloSlots>(state.request_call, &budget);
-        }
+        rearm_request::<VoloSlots>(state.request_call, &budget);
         if let Inner::Ready(inner) = &mut state.inner {
             inner.set_budget(budget);
         }

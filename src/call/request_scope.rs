@@ -279,8 +279,12 @@ pub(crate) fn request_body<S: ScopeSlots>(
 
 /// Counts what the read-ahead of call `call` holds against `budget` from
 /// now on: the body still with the call is armed with it when split, a
-/// split one moves what it holds.
+/// split one moves what it holds. Call 0 (a stream outside any call) has
+/// nothing to rearm.
 pub(crate) fn rearm_request<S: ScopeSlots>(call: u64, budget: &Budget) {
+    if call == 0 {
+        return;
+    }
     let in_scope = with_own_scope::<S, _>(call, |scope| {
         if let Some((_, armed)) = scope.escrow.as_mut() {
             *armed = Some(budget.clone());
@@ -595,6 +599,13 @@ mod tests {
         call.poll(&mut Context::from_waker(Waker::noop()))
     }
 
+    /// A call whose handler never reads its request.
+    fn never_reading(
+        scope: RequestScope<TestBody>,
+    ) -> ScopedCall<TestSlots, std::future::Pending<()>> {
+        ScopedCall::new(std::future::pending(), scope)
+    }
+
     fn handed_over(call: u64) -> bool {
         TestSlots::rendezvous().lock().contains_key(&call)
     }
@@ -656,10 +667,7 @@ mod tests {
     fn a_body_not_taken_in_the_call_is_handed_over_split() {
         let (scope, mut body, budget) = scoped(10, false);
         let call_number = body.call();
-        let mut call = std::pin::pin!(ScopedCall::<TestSlots, _>::new(
-            std::future::pending::<()>(),
-            scope
-        ));
+        let mut call = std::pin::pin!(never_reading(scope));
         assert!(poll(call.as_mut()).is_pending());
         assert!(handed_over(call_number));
         assert!(
@@ -697,10 +705,7 @@ mod tests {
         // Dropped after its call split it: the handover goes with it.
         let (scope, body, _budget) = scoped(10, true);
         let call_number = body.call();
-        let mut call = std::pin::pin!(ScopedCall::<TestSlots, _>::new(
-            std::future::pending::<()>(),
-            scope
-        ));
+        let mut call = std::pin::pin!(never_reading(scope));
         assert!(poll(call.as_mut()).is_pending());
         assert!(handed_over(call_number));
         drop(body);
