@@ -20,9 +20,9 @@ pub use grpc_stream_codec_macros as macros;
 /// What tonic-prost-build's output runs on after `tonic::build`.
 #[cfg(feature = "tonic")]
 pub mod tonic {
-    pub use crate::tonic::decode::ProstMessageDecoder;
     pub use crate::tonic::encode::ProstMessageEncoder;
     pub use crate::tonic::framing_codec::FramingCodec;
+    pub use crate::tonic::recv::ProstMessageDecoder;
 
     /// In place of `tonic::server`'s `Grpc` and its streaming-request
     /// service traits.

@@ -16,7 +16,7 @@ use tonic::codegen::StdError;
 use tonic::metadata::MetadataMap;
 
 use super::ProstMessageEncoder;
-use super::body::bytes_body;
+use super::recv::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::{accept_and_limits, encoding_from_tonic};
 use super::framing_codec::FramingCodec;

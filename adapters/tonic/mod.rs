@@ -35,9 +35,7 @@ with_feature! {"tonic",
     pub(crate) mod server;
     // receiving: the message stream handlers and callers read, its decoder,
     // and tonic bodies as the core reads them
-    mod body;
-    pub(crate) mod decode;
-    mod recv;
+    pub(crate) mod recv;
     // sending: the message encoder and handlers' streams as encoder sources
     pub(crate) mod encode;
     mod send;

@@ -1,25 +1,131 @@
-//! `Streaming<T>`: the full framing's stream of received messages.
+//! tonic's receiving side on the full framing: the transport's body as the
+//! core reads it, prost messages decoded from what the core assembled, and
+//! `Streaming<T>`, the stream handlers and callers read.
 
 use std::error::Error as StdError;
 use std::fmt;
+use std::marker::PhantomData;
 use std::pin::Pin;
 use std::task::{Context, Poll, ready};
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use futures_core::Stream;
 use http::{HeaderMap, StatusCode};
 use http_body::Body;
+use http_body_util::BodyExt;
 use prost::Message;
 use sync_wrapper::SyncWrapper;
 use tonic::metadata::MetadataMap;
 
-use super::decode::ProstMessageDecoder;
-use crate::budget::Budget;
 use super::server::TonicSlots;
+use crate::budget::Budget;
 use crate::call::rearm_request;
 use crate::compression::CompressionEncoding;
-use crate::decode;
+use crate::decode::{self, MessageDecoder, SMALL_MESSAGE_MAX};
 use crate::envelope::Limits;
+use crate::status::Status;
+
+/// `body` with `Bytes` data and [`Status`] errors. tonic's servers and
+/// clients name bodies with any `Buf` data; for `Bytes` (what hyper and
+/// tonic produce) the conversion is a move, for anything else one copy.
+pub(crate) fn bytes_body<B>(body: B) -> impl Body<Data = Bytes, Error = Status>
+where
+    B: Body,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    body.map_frame(|frame| frame.map_data(|mut data| data.copy_to_bytes(data.remaining())))
+        .map_err(status_from_transport)
+}
+
+/// The code tonic gives a transport error: an HTTP/2 reset's reason maps as
+/// the gRPC spec says (`CANCEL` is `cancelled`, `REFUSED_STREAM` is
+/// `unavailable`, ...), hyper's timeouts and cancellations too, so handlers
+/// and callers see the same code on either framing.
+///
+/// An error that already is this crate's status (a body read ahead of its
+/// handler passes the transport's mapped errors on, and ends a call at its
+/// deadline with one) stays as it is.
+fn status_from_transport(error: impl Into<Box<dyn StdError + Send + Sync>>) -> Status {
+    match error.into().downcast::<Status>() {
+        Ok(status) => *status,
+        Err(error) => tonic::Status::from_error(error).into(),
+    }
+}
+
+/// Decodes prost messages from the buffers the core's assembler hands out.
+///
+/// A message's bytes are its own (an exact allocation above 4 KiB, a cut of
+/// the stream's 8 KiB slab below), so a `bytes` field (with tonic-prost-build's
+/// `.bytes(..)`) can share them without pinning anything of the stream. For
+/// messages above [`SMALL_MESSAGE_MAX`] a field shares the message's memory
+/// only when it is at least half of the message; a smaller field is copied
+/// out. A kept field therefore never holds more than twice its own size
+/// alive: a 16-byte field of a 1 MiB message keeps 16 bytes, and a 1 MiB field
+/// of that message is handed over without a copy.
+pub struct ProstMessageDecoder<T>(PhantomData<fn() -> T>);
+
+stateless_codec_impls!(ProstMessageDecoder);
+
+impl<T: Message + Default> MessageDecoder for ProstMessageDecoder<T> {
+    type Item = T;
+
+    fn decode(&mut self, message: Bytes) -> Result<T, Status> {
+        // The same text as the codec-only path: prost's own.
+        decode_owned(message).map_err(|error| Status::internal(error.to_string()))
+    }
+}
+
+/// Decodes a message whose bytes are its own, by the one rule both tonic
+/// paths follow for kept `bytes` fields: every field of a message up to
+/// [`SMALL_MESSAGE_MAX`] shares the message's buffer; in a larger message
+/// only a field of at least half the message does, and a smaller one is
+/// copied out.
+pub(crate) fn decode_owned<T: Message + Default>(message: Bytes) -> Result<T, prost::DecodeError> {
+    if message.len() <= SMALL_MESSAGE_MAX {
+        T::decode(message)
+    } else {
+        T::decode(FieldBuf::new(message))
+    }
+}
+
+/// A message's bytes, read by prost, that share themselves only with fields
+/// large enough to be worth it.
+struct FieldBuf {
+    bytes: Bytes,
+    /// A field at least this long shares the message's memory.
+    share_from: usize,
+}
+
+impl FieldBuf {
+    fn new(bytes: Bytes) -> Self {
+        let share_from = bytes.len().div_ceil(2);
+        FieldBuf { bytes, share_from }
+    }
+}
+
+impl Buf for FieldBuf {
+    fn remaining(&self) -> usize {
+        self.bytes.remaining()
+    }
+
+    fn chunk(&self) -> &[u8] {
+        self.bytes.chunk()
+    }
+
+    fn advance(&mut self, cnt: usize) {
+        self.bytes.advance(cnt);
+    }
+
+    fn copy_to_bytes(&mut self, len: usize) -> Bytes {
+        if len >= self.share_from {
+            self.bytes.copy_to_bytes(len)
+        } else {
+            let copy = Bytes::copy_from_slice(&self.bytes[..len.min(self.bytes.len())]);
+            self.bytes.advance(len);
+            copy
+        }
+    }
+}
 
 /// The messages of a request (on a server) or a response (on a client), in
 /// place of `tonic::Streaming<T>`: the [build hook](super::build) points
@@ -183,5 +289,54 @@ mod tests {
     fn streaming_is_send_and_sync_like_tonics() {
         send_and_sync::<tonic::Streaming<String>>();
         send_and_sync::<Streaming<String>>();
+    }
+
+    #[derive(Clone, PartialEq, prost::Message)]
+    struct Fields {
+        #[prost(bytes = "bytes", tag = "1")]
+        small: Bytes,
+        #[prost(bytes = "bytes", tag = "2")]
+        large: Bytes,
+    }
+
+    /// Decodes `message`, keeping another handle on its wire bytes so that
+    /// `is_unique` tells a field that shares them from one that was copied.
+    fn decode(message: &Fields) -> (Fields, Bytes) {
+        let wire = Bytes::from(message.encode_to_vec());
+        let decoded = ProstMessageDecoder::<Fields>::new()
+            .decode(wire.clone())
+            .unwrap();
+        (decoded, wire)
+    }
+
+    #[test]
+    fn a_small_field_of_a_large_message_owns_just_its_bytes() {
+        let (decoded, _wire) = decode(&Fields {
+            small: Bytes::from_static(&[7; 16]),
+            large: Bytes::from(vec![1; 20_000]),
+        });
+        assert_eq!(decoded.small, Bytes::from_static(&[7; 16]));
+        assert!(decoded.small.is_unique(), "16 bytes copied out of 20 kB");
+        assert_eq!(decoded.large.len(), 20_000);
+        assert!(!decoded.large.is_unique(), "the large field is not copied");
+    }
+
+    #[test]
+    fn fields_of_small_messages_share_the_message() {
+        let (decoded, _wire) = decode(&Fields {
+            small: Bytes::from_static(&[7; 16]),
+            large: Bytes::from(vec![1; 1_000]),
+        });
+        assert!(!decoded.small.is_unique());
+        assert_eq!(decoded.large, Bytes::from(vec![1; 1_000]));
+    }
+
+    #[test]
+    fn corrupt_input_is_internal_with_prost_text() {
+        let status = ProstMessageDecoder::<Fields>::new()
+            .decode(Bytes::from_static(&[0x0a, 0x05, 1]))
+            .unwrap_err();
+        assert_eq!(status.code(), crate::status::Code::Internal);
+        assert!(!status.message().is_empty(), "prost's text");
     }
 }

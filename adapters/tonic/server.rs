@@ -24,7 +24,7 @@ use tonic::server::{ServerStreamingService, UnaryService};
 use tower_service::Service;
 
 use super::ProstMessageEncoder;
-use super::body::bytes_body;
+use super::recv::bytes_body;
 use super::budget::tagged_budget;
 use super::compression::{
     ENCODING_NAME, accept_and_limits, encoding_from_tonic, encodings_from_tonic,

@@ -9,7 +9,7 @@ use tonic::Status;
 use tonic::codec::{BufferSettings, DecodeBuf, Decoder};
 
 use crate::decode::{MessageBuffers, SMALL_MESSAGE_MAX};
-use crate::tonic::decode::decode_owned;
+use crate::tonic::recv::decode_owned;
 
 /// Decodes prost messages out of tonic's decode buffer.
 ///
