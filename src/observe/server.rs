@@ -172,19 +172,18 @@ impl ServerCall {
     }
 
     /// Records the call as ended with `code`.
+    // Inline, the recording out of line: every call drops its record, and
+    // one that is not recorded should pay for the check alone.
+    #[inline]
     pub(crate) fn finish(&mut self, code: Code) {
         if let Some(live) = self.0.take() {
-            live.finish(code);
-            // A request stream still holding the record (its handler has
-            // not dropped it yet) frees it when it is done.
-            if Arc::strong_count(&live) == 1 {
-                spares::keep(&SPARE_RECORDS, live);
-            }
+            finish_recorded(live, code);
         }
     }
 
     /// Reads the response's headers: a trailers-only answer (its status in
     /// the headers, no body to follow) ends the call now.
+    #[inline]
     pub(crate) fn response_headers(&mut self, headers: &HeaderMap) {
         if self.0.is_some()
             && let Some(code) = status_of(headers)
@@ -198,6 +197,18 @@ impl ServerCall {
         if self.0.is_some() {
             self.finish(status_of(trailers).unwrap_or(Code::Unknown));
         }
+    }
+}
+
+/// Records `live`'s call as ended with `code`, and keeps the record for the
+/// thread's next call when nothing else holds it.
+#[inline(never)]
+fn finish_recorded(live: Arc<Live>, code: Code) {
+    live.finish(code);
+    // A request stream still holding the record (its handler has not
+    // dropped it yet) frees it when it is done.
+    if Arc::strong_count(&live) == 1 {
+        spares::keep(&SPARE_RECORDS, live);
     }
 }
 
