@@ -8,6 +8,7 @@
 //! frames by counting chunks. Its windows are large enough that flow control
 //! never splits a chunk.
 
+use std::collections::VecDeque;
 use std::net::SocketAddr;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -16,12 +17,13 @@ use std::time::Duration;
 use bytes::{BufMut, Bytes};
 use futures_core::Stream;
 use grpc_stream_codec::decode::{Decoded, EnvelopeAssembler};
-use grpc_stream_codec::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
+use grpc_stream_codec::encode::{BodyMode, EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
 use grpc_stream_codec::{
     compression::{Compression, CompressionEncoding},
     envelope::Limits,
-    status::Status,
+    status::{Code, Status},
 };
+use http_body::Body;
 use http_body_util::BodyExt;
 use linkedbytes::LinkedBytes;
 use tokio::net::{TcpListener, TcpStream};
@@ -237,4 +239,99 @@ async fn a_paced_source_has_each_message_sent_at_once() {
         .map(|(i, &len)| message(i, len))
         .collect();
     assert_eq!(received.messages, expected);
+}
+
+/// A source whose size hint says it is done after every item it yields,
+/// whatever is left: a wrong hint, which must cost nothing but speed.
+struct SaysDone(VecDeque<Result<Bytes, Status>>);
+
+impl Stream for SaysDone {
+    type Item = Result<Bytes, Status>;
+
+    fn poll_next(mut self: Pin<&mut Self>, _: &mut Context<'_>) -> Poll<Option<Self::Item>> {
+        Poll::Ready(self.0.pop_front())
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(0))
+    }
+}
+
+fn enveloped(payload: &[u8]) -> Vec<u8> {
+    let mut wire = vec![0];
+    wire.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+    wire.extend_from_slice(payload);
+    wire
+}
+
+/// Every frame of `body`, data as bytes and trailers as their status.
+async fn frames<B: Body<Data = Bytes, Error = Status> + Unpin>(
+    mut body: B,
+) -> (Vec<Bytes>, Option<Result<Code, Code>>) {
+    let mut data = Vec::new();
+    let mut end = None;
+    while let Some(frame) = body.frame().await {
+        match frame {
+            Ok(frame) => match frame.into_data() {
+                Ok(bytes) => data.push(bytes),
+                Err(frame) => {
+                    let trailers = frame.into_trailers().ok();
+                    let status = trailers.map(|t| Status::from_header_map(&t));
+                    end = status.flatten().map(|status| Ok(status.code()));
+                }
+            },
+            Err(status) => end = Some(Err(status.code())),
+        }
+    }
+    (data, end)
+}
+
+#[tokio::test]
+async fn a_one_message_request_is_one_payload_that_ends_the_body() {
+    let message = Bytes::from_static(&[7; 100]);
+    let source = futures_util::stream::iter([Ok(message)]);
+    let mut body = EncodeBody::client(EncodeStream::new(source, Raw, EncodeConfig::new()));
+    let frame = body.frame().await.unwrap().unwrap().into_data().unwrap();
+    assert_eq!(frame, enveloped(&[7; 100]));
+    // END_STREAM goes on that frame, not on an empty one after it.
+    assert!(body.is_end_stream());
+    assert!(body.frame().await.is_none());
+}
+
+#[tokio::test]
+async fn a_size_hint_that_says_done_too_early_loses_no_message() {
+    for mode in [BodyMode::Client, BodyMode::Server] {
+        let items = [&b"one"[..], b"two", b"three"].map(|m| Ok(Bytes::from_static(m)));
+        let source = SaysDone(items.into_iter().collect());
+        let body = EncodeBody::new(EncodeStream::new(source, Raw, EncodeConfig::new()), mode);
+        let (data, end) = frames(body).await;
+        let wire: Vec<u8> = data.concat();
+        let expected = [enveloped(b"one"), enveloped(b"two"), enveloped(b"three")].concat();
+        assert_eq!(wire, expected, "{mode:?}");
+        let expected_end = (mode == BodyMode::Server).then_some(Ok(Code::Ok));
+        assert_eq!(end, expected_end, "{mode:?}");
+    }
+}
+
+#[tokio::test]
+async fn an_error_after_the_one_message_ends_the_answer_with_it() {
+    let items = [
+        Ok(Bytes::from_static(b"answer")),
+        Err(Status::new(Code::DataLoss, "lost")),
+    ];
+    let source = SaysDone(items.into_iter().collect());
+    let body = EncodeBody::server(EncodeStream::new(source, Raw, EncodeConfig::new()));
+    let (data, end) = frames(body).await;
+    assert_eq!(data.concat(), enveloped(b"answer"));
+    assert_eq!(end, Some(Ok(Code::DataLoss)));
+}
+
+#[tokio::test]
+async fn a_one_message_answer_over_the_send_limit_sends_no_byte() {
+    let source = futures_util::stream::iter([Ok(Bytes::from(vec![1; 2048]))]);
+    let config = EncodeConfig::new().with_max_send(1024);
+    let body = EncodeBody::server(EncodeStream::new(source, Raw, config));
+    let (data, end) = frames(body).await;
+    assert!(data.is_empty(), "{} data frames", data.len());
+    assert_eq!(end, Some(Ok(Code::ResourceExhausted)));
 }
