@@ -335,3 +335,67 @@ async fn a_one_message_answer_over_the_send_limit_sends_no_byte() {
     assert!(data.is_empty(), "{} data frames", data.len());
     assert_eq!(end, Some(Ok(Code::ResourceExhausted)));
 }
+
+/// Writes `head`, inserts `field` by reference, writes `tail`; says no
+/// length, so the prefix is written once the message is.
+struct WithField {
+    field: Bytes,
+}
+
+impl MessageEncoder for WithField {
+    type Item = (&'static [u8], &'static [u8]);
+
+    fn encode(&mut self, (head, tail): Self::Item, dst: &mut LinkedBytes) -> Result<(), Status> {
+        dst.put_slice(head);
+        dst.insert(self.field.clone());
+        dst.put_slice(tail);
+        Ok(())
+    }
+}
+
+#[tokio::test]
+async fn a_one_message_answer_keeps_a_large_field_by_reference() {
+    let field = message(7, 40 * 1024);
+    let encoder = WithField {
+        field: field.clone(),
+    };
+    let source = futures_util::stream::iter([Ok((&b"head"[..], &b"tail"[..]))]);
+    let body = EncodeBody::server(EncodeStream::new(source, encoder, EncodeConfig::new()));
+    let (data, end) = frames(body).await;
+    let payload = [&b"head"[..], &field, b"tail"].concat();
+    assert_eq!(data.concat(), enveloped(&payload));
+    assert_eq!(end, Some(Ok(Code::Ok)));
+    // The field's whole frames leave as cuts of its own memory.
+    let inside = |frame: &Bytes| {
+        let start = field.as_ptr() as usize;
+        (start..start + field.len()).contains(&(frame.as_ptr() as usize))
+    };
+    assert!(
+        data.iter().any(inside),
+        "no frame shares the field's memory"
+    );
+}
+
+/// Says a length one byte short of what it writes.
+struct ShortLen;
+
+impl MessageEncoder for ShortLen {
+    type Item = Bytes;
+
+    fn encode(&mut self, item: Bytes, dst: &mut LinkedBytes) -> Result<(), Status> {
+        dst.put_slice(&item);
+        Ok(())
+    }
+
+    fn exact_len(&self, item: &Bytes) -> Option<usize> {
+        Some(item.len() - 1)
+    }
+}
+
+#[tokio::test]
+async fn a_one_message_answer_is_prefixed_with_the_length_written() {
+    let source = futures_util::stream::iter([Ok(Bytes::from_static(b"sixsix"))]);
+    let body = EncodeBody::server(EncodeStream::new(source, ShortLen, EncodeConfig::new()));
+    let (data, _) = frames(body).await;
+    assert_eq!(data.concat(), enveloped(b"sixsix"));
+}

@@ -68,6 +68,15 @@ impl EncodedBatch {
         }
     }
 
+    /// A batch of `messages` messages whose bytes are the one `node`.
+    pub(crate) fn single(node: Bytes, messages: usize) -> EncodedBatch {
+        EncodedBatch {
+            len: node.len(),
+            nodes: Nodes::One(node),
+            messages,
+        }
+    }
+
     /// The batch's node when it has exactly one, or the batch.
     pub(crate) fn into_sole_node(self) -> Result<Bytes, EncodedBatch> {
         match self.nodes {

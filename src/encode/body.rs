@@ -111,6 +111,17 @@ where
 
     fn poll_frame(self: Pin<&mut Self>, cx: &mut Context<'_>) -> PolledFrame<Status> {
         let mut this = self.project();
+        if this.frames.is_empty() && this.end.is_none() && !*this.finished {
+            match this.stream.as_mut().poll_sole(cx) {
+                Poll::Ready(Some(Ok(batch))) => match batch.into_sole_node() {
+                    Ok(payload) => return Poll::Ready(Some(Ok(Frame::data(payload)))),
+                    Err(batch) => this.frames.push(batch),
+                },
+                Poll::Ready(Some(Err(error))) => *this.end = Some(Err(error)),
+                Poll::Ready(None) => {}
+                Poll::Pending => return Poll::Pending,
+            }
+        }
         loop {
             // The next batch, when a ready one would make the next payload
             // longer (each payload costs the HTTP/2 stack a send): a partial

@@ -514,7 +514,7 @@ impl BatchBuffer {
     }
 }
 
-fn node_bytes(node: Node) -> Bytes {
+pub(crate) fn node_bytes(node: Node) -> Bytes {
     match node {
         Node::Bytes(bytes) => bytes,
         Node::BytesMut(bytes) => bytes.freeze(),

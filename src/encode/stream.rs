@@ -4,12 +4,13 @@ use std::fmt;
 use std::pin::Pin;
 use std::task::{Context, Poll};
 
-use bytes::BufMut;
+use bytes::{BufMut, BytesMut};
 use futures_core::Stream;
+use linkedbytes::{LinkedBytes, Node};
 use pin_project_lite::pin_project;
 
 use super::batch::EncodedBatch;
-use super::buffer::{BatchBuffer, Mark, NodesBuf};
+use super::buffer::{BatchBuffer, Mark, NodesBuf, node_bytes};
 use super::config::{EncodeConfig, FRAME_SIZE};
 use super::encoder::MessageEncoder;
 use crate::compression::Compressor;
@@ -83,6 +84,8 @@ pin_project! {
         scratch: Option<(BatchBuffer, Compressor)>,
         // An error to yield after the batch just returned.
         error: Option<Status>,
+        // A message taken from the source and not yet encoded.
+        held: Option<E::Item>,
         // The source ended or an encode error ended the stream.
         done: bool,
     }
@@ -98,6 +101,7 @@ impl<S, E: MessageEncoder> EncodeStream<S, E> {
             buffer: BatchBuffer::new(config.batch_threshold()),
             scratch: None,
             error: None,
+            held: None,
             done: false,
         }
     }
@@ -105,6 +109,66 @@ impl<S, E: MessageEncoder> EncodeStream<S, E> {
     /// Whether the stream has ended: it will yield nothing more.
     pub fn is_terminated(&self) -> bool {
         self.done && self.error.is_none()
+    }
+}
+
+impl<S, E> EncodeStream<S, E>
+where
+    S: Stream<Item = Result<E::Item, Status>>,
+    E: MessageEncoder,
+{
+    /// The source's first message alone, when the source says with it that
+    /// it has no more and nothing is compressed: a unary answer. It is cut
+    /// as one payload without the batching loop, and the source is asked
+    /// once more, so that a request body can end on the message's frame.
+    ///
+    /// `Ready(None)` when this is not such a message: anything taken from
+    /// the source is kept for [`poll_next`](Stream::poll_next), which goes on
+    /// as usual. `Pending` only when the source is.
+    pub(crate) fn poll_sole(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<EncodedBatch, Status>>> {
+        let mut this = self.project();
+        if *this.done
+            || this.error.is_some()
+            || this.held.is_some()
+            || !this.buffer.awaits_first_message()
+            || this.config.effective_compression().is_some()
+        {
+            return Poll::Ready(None);
+        }
+        let item = match std::task::ready!(this.source.as_mut().poll_next(cx)) {
+            Some(Ok(item)) => item,
+            Some(Err(error)) => {
+                *this.error = Some(error);
+                return Poll::Ready(None);
+            }
+            None => {
+                *this.done = true;
+                return Poll::Ready(None);
+            }
+        };
+        if this.source.size_hint().1 != Some(0) {
+            *this.held = Some(item);
+            return Poll::Ready(None);
+        }
+        let limit = this.config.max_send().min(MAX_PAYLOAD);
+        let batch = match encode_alone(this.encoder, item, limit) {
+            Ok(batch) => batch,
+            Err(error) => {
+                *this.done = true;
+                return Poll::Ready(Some(Err(error)));
+            }
+        };
+        match this.source.as_mut().poll_next(cx) {
+            Poll::Ready(None) => *this.done = true,
+            // A size hint that said otherwise: the rest goes as usual.
+            Poll::Ready(Some(Ok(next))) => *this.held = Some(next),
+            Poll::Ready(Some(Err(error))) => *this.error = Some(error),
+            Poll::Pending => {}
+        }
+        Poll::Ready(Some(Ok(batch)))
     }
 }
 
@@ -134,7 +198,11 @@ where
                 };
                 return Poll::Ready(Some(Ok(batch)));
             }
-            let item = match this.source.as_mut().poll_next(cx) {
+            let polled = match this.held.take() {
+                Some(item) => Poll::Ready(Some(Ok(item))),
+                None => this.source.as_mut().poll_next(cx),
+            };
+            let item = match polled {
                 Poll::Ready(Some(Ok(item))) => item,
                 Poll::Ready(Some(Err(error))) => {
                     if buffer.messages() == 0 {
@@ -154,29 +222,16 @@ where
                     };
                 }
             };
-            let compression = this.config.effective_compression();
-            if compression.is_none() && buffer.awaits_first_message() {
-                let hint = this.encoder.copied_len_hint(&item);
-                // A source that knows it is done (a unary answer's
-                // `stream::once`) says so in its size hint.
-                if let Some((copied, _)) = hint
-                    && this.source.size_hint().1 == Some(0)
-                {
-                    buffer.sole_message_hint(copied);
-                }
-                buffer.first_message_hint(hint);
-            }
-            buffer.prepare_batch();
-            let limit = this.config.max_send().min(MAX_PAYLOAD);
-            let encoded = match compression {
-                None => encode_plain(this.encoder, item, buffer, limit),
-                Some(compression) => {
-                    let (scratch, compressor) = this
-                        .scratch
-                        .get_or_insert_with(|| (BatchBuffer::new(0), Compressor::new(compression)));
-                    encode_compressed(this.encoder, item, buffer, scratch, compressor, limit)
-                }
-            };
+            let source = &this.source;
+            let source_done = || source.size_hint().1 == Some(0);
+            let encoded = encode_message(
+                this.encoder,
+                this.config,
+                this.scratch,
+                buffer,
+                item,
+                source_done,
+            );
             if let Err((error, partial)) = encoded {
                 *this.done = true;
                 // Cut even with no completed message: the partial bytes go.
@@ -207,6 +262,99 @@ impl<S, E: MessageEncoder> fmt::Debug for EncodeStream<S, E> {
             .field("buffered_messages", &self.buffer.messages())
             .field("done", &self.done)
             .finish_non_exhaustive()
+    }
+}
+
+/// Encodes a stream's one uncompressed message into a buffer of its own,
+/// prefix first: none of the batch buffer's bookkeeping, which a reply of
+/// one message does not use. A message with fields inserted by reference
+/// keeps them as nodes of the batch.
+fn encode_alone<E: MessageEncoder>(
+    encoder: &mut E,
+    item: E::Item,
+    limit: usize,
+) -> Result<EncodedBatch, Status> {
+    let (copied, declared) = match encoder.exact_len(&item) {
+        Some(len) => (len, len),
+        None => encoder.copied_len_hint(&item).unwrap_or((0, 0)),
+    };
+    // Refuse before encoding anything of an oversized message.
+    check_size(declared, limit)?;
+    let mut dst = LinkedBytes::with_capacity(HEADER_LEN + copied);
+    dst.put_slice(&EnvelopeHeader::message(false, declared as u32).to_bytes());
+    encoder.encode(item, &mut dst)?;
+    let len = dst.len() - HEADER_LEN;
+    check_size(len, limit)?;
+    let prefix = EnvelopeHeader::message(false, len as u32).to_bytes();
+    match dst.try_into_bytes_mut() {
+        Ok(mut whole) => {
+            if len != declared {
+                whole[..HEADER_LEN].copy_from_slice(&prefix);
+            }
+            Ok(EncodedBatch::single(whole.freeze(), 1))
+        }
+        Err(mut dst) => {
+            let mut nodes = Vec::new();
+            let mut index = 0;
+            while let Some(slot) = dst.get_list_mut(index) {
+                nodes.push(node_bytes(std::mem::replace(
+                    slot,
+                    Node::BytesMut(BytesMut::new()),
+                )));
+                index += 1;
+            }
+            nodes.push(dst.bytes_mut().split().freeze());
+            let mut batch = EncodedBatch::with_node_hint(nodes.len());
+            let mut first = true;
+            for node in nodes {
+                if first && len != declared {
+                    // The prefix leads the first node, written before any insert.
+                    let mut head = BytesMut::from(&node[..]);
+                    head[..HEADER_LEN].copy_from_slice(&prefix);
+                    batch.push(head.freeze());
+                } else {
+                    batch.push(node);
+                }
+                first = false;
+            }
+            Ok(batch.finish(1))
+        }
+    }
+}
+
+/// Encodes one message into the batch buffer, compressed as `config` says.
+/// `source_done` tells whether the source has said it yields nothing after
+/// this message, asked only of a stream's first uncompressed message. On
+/// error, returns where the message started so the caller can cut it off.
+fn encode_message<E: MessageEncoder>(
+    encoder: &mut E,
+    config: &EncodeConfig,
+    scratch: &mut Option<(BatchBuffer, Compressor)>,
+    buffer: &mut BatchBuffer,
+    item: E::Item,
+    source_done: impl FnOnce() -> bool,
+) -> Result<(), (Status, Mark)> {
+    let compression = config.effective_compression();
+    if compression.is_none() && buffer.awaits_first_message() {
+        let hint = encoder.copied_len_hint(&item);
+        // A source that knows it is done (a unary answer's `stream::once`)
+        // says so in its size hint.
+        if let Some((copied, _)) = hint
+            && source_done()
+        {
+            buffer.sole_message_hint(copied);
+        }
+        buffer.first_message_hint(hint);
+    }
+    buffer.prepare_batch();
+    let limit = config.max_send().min(MAX_PAYLOAD);
+    match compression {
+        None => encode_plain(encoder, item, buffer, limit),
+        Some(compression) => {
+            let (scratch, compressor) =
+                scratch.get_or_insert_with(|| (BatchBuffer::new(0), Compressor::new(compression)));
+            encode_compressed(encoder, item, buffer, scratch, compressor, limit)
+        }
     }
 }
 
