@@ -4,7 +4,6 @@
 
 use std::cell::RefCell;
 use std::mem;
-use std::ops::{Deref, DerefMut};
 
 use bytes::{Buf, Bytes, BytesMut};
 use linkedbytes::{LinkedBytes, Node};
@@ -43,10 +42,11 @@ const FIRST_BATCH_LOW_WATER: usize = 1024;
 /// [`MessageEncoder::copied_len_hint`]: super::MessageEncoder::copied_len_hint
 pub(crate) const BY_REFERENCE_RATIO: usize = 8;
 
-/// A stream's `LinkedBytes`, taken from its thread's spares and given back
-/// when the stream is done with it: a new one allocates its node list and
-/// its slice vector, two allocations for every stream (a one-message reply
-/// included) that a spare's kept capacities save.
+/// A stream's `LinkedBytes`, taken from its thread's spares the first time
+/// the stream batches and given back when the stream is done with it: a
+/// new one allocates its node list and its slice vector, two allocations
+/// that a spare's kept capacities save. A reply of one message never
+/// batches (it is written on its own), so it never takes one.
 struct SpareLinked(Option<LinkedBytes>);
 
 /// Most spares a thread keeps: enough for the streams that finish on it
@@ -59,32 +59,18 @@ thread_local! {
 }
 
 impl SpareLinked {
-    fn take() -> Self {
-        let spare = spares::take(&SPARES);
-        SpareLinked(Some(spare.unwrap_or_else(|| LinkedBytes::with_capacity(0))))
-    }
-}
-
-impl Deref for SpareLinked {
-    type Target = LinkedBytes;
-
+    /// The buffer, taken now if the stream has not used one yet.
     #[inline]
-    fn deref(&self) -> &LinkedBytes {
-        match &self.0 {
-            Some(buf) => buf,
-            // Emptied only by `drop`.
-            None => unreachable!("a spare buffer is used after its drop"),
-        }
+    fn get(&mut self) -> &mut LinkedBytes {
+        self.0.get_or_insert_with(|| {
+            spares::take(&SPARES).unwrap_or_else(|| LinkedBytes::with_capacity(0))
+        })
     }
-}
 
-impl DerefMut for SpareLinked {
+    /// Bytes in the trailing buffer (none before the buffer is taken).
     #[inline]
-    fn deref_mut(&mut self) -> &mut LinkedBytes {
-        match &mut self.0 {
-            Some(buf) => buf,
-            None => unreachable!("a spare buffer is used after its drop"),
-        }
+    fn tail_len(&self) -> usize {
+        self.0.as_ref().map_or(0, |buf| buf.bytes().len())
     }
 }
 
@@ -159,7 +145,7 @@ impl BatchBuffer {
     pub(crate) fn new(threshold: usize) -> Self {
         let reserve = Self::reserve_for(threshold);
         Self {
-            buf: SpareLinked::take(),
+            buf: SpareLinked(None),
             reserve,
             retain: 2 * reserve,
             cut_once: false,
@@ -225,7 +211,7 @@ impl BatchBuffer {
     /// the batched ones.
     fn review_reservations(&mut self) {
         if self.reserve != self.batched_reserve {
-            let copied = self.copied_node_bytes + self.buf.bytes().len();
+            let copied = self.copied_node_bytes + self.buf.tail_len();
             if copied * BY_REFERENCE_RATIO >= self.len() {
                 self.set_reserve(self.batched_reserve);
             }
@@ -235,13 +221,13 @@ impl BatchBuffer {
     /// Where encoders write.
     #[inline]
     pub(crate) fn dst(&mut self) -> &mut LinkedBytes {
-        &mut self.buf
+        self.buf.get()
     }
 
     /// The trailing buffer, for prefixes and compressed payloads.
     #[inline]
     pub(crate) fn tail(&mut self) -> &mut BytesMut {
-        self.buf.bytes_mut()
+        self.buf.get().bytes_mut()
     }
 
     /// Completed messages since the last cut.
@@ -252,7 +238,7 @@ impl BatchBuffer {
     /// Bytes written since the last cut. Exact after `mark`/`written_since`;
     /// the stream only asks between messages, after both.
     pub(crate) fn len(&self) -> usize {
-        self.node_bytes + self.buf.bytes().len()
+        self.node_bytes + self.buf.tail_len()
     }
 
     /// Makes room for a new batch, reusing the trailing buffer's allocation.
@@ -270,7 +256,7 @@ impl BatchBuffer {
         if !self.cut_once
             && let Some(sole) = self.sole
         {
-            self.buf.reserve(sole);
+            self.buf.get().reserve(sole);
             return;
         }
         let reserve = if self.cut_once {
@@ -278,7 +264,7 @@ impl BatchBuffer {
         } else {
             self.reserve.min(FIRST_BATCH_RESERVE)
         };
-        let tail = self.buf.bytes_mut();
+        let tail = self.buf.get().bytes_mut();
         let spare = tail.capacity() - tail.len();
         // A batch opening with bytes carried over from a cut on a frame
         // boundary needs room for the rest of a full batch after them, or it
@@ -292,7 +278,7 @@ impl BatchBuffer {
     /// Reserves `additional` bytes in the trailing buffer.
     #[inline]
     pub(crate) fn reserve(&mut self, additional: usize) {
-        self.buf.reserve(additional);
+        self.buf.get().reserve(additional);
     }
 
     /// The current end of the buffer.
@@ -301,7 +287,7 @@ impl BatchBuffer {
         self.count_new_nodes();
         Mark {
             node: self.nodes,
-            offset: self.buf.bytes().len(),
+            offset: self.buf.tail_len(),
             pos: self.len(),
         }
     }
@@ -319,12 +305,12 @@ impl BatchBuffer {
         let target: &mut [u8] = if mark.node < self.nodes {
             // The trailing buffer holding the placeholder was split off into
             // this node by an insert: it is always a `BytesMut` node.
-            match self.buf.get_list_mut(mark.node) {
+            match self.buf.get().get_list_mut(mark.node) {
                 Some(Node::BytesMut(node)) => node,
                 _ => return Err(moved()),
             }
         } else {
-            self.buf.bytes_mut()
+            self.buf.get().bytes_mut()
         };
         match target.get_mut(mark.offset..mark.offset + bytes.len()) {
             Some(dst) => {
@@ -347,7 +333,7 @@ impl BatchBuffer {
             self.boundary = 0;
             self.after_boundary = 0;
         }
-        let end = self.buf.bytes().len();
+        let end = self.buf.tail_len();
         if end > 0 {
             let boundary = end - end % FRAME_SIZE;
             if boundary > self.boundary {
@@ -362,7 +348,7 @@ impl BatchBuffer {
             // A first batch that is filling its smaller reservation moves to
             // the full one in a single step, rather than doubling its way
             // there one reallocation at a time.
-            let tail = self.buf.bytes_mut();
+            let tail = self.buf.get().bytes_mut();
             if tail.capacity() - tail.len() < FIRST_BATCH_LOW_WATER {
                 // To a total of the full reservation, as if it had been made
                 // up front, so later batches see the same spare room.
@@ -388,11 +374,11 @@ impl BatchBuffer {
         let mut batch = EncodedBatch::with_node_hint(keep + 1);
         self.reset_frame_accounting(0);
         self.prepared = false;
-        let mut copied = self.buf.bytes().len();
+        let mut copied = self.buf.tail_len();
         for index in 0..nodes {
             // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy:
             // it requires a `BytesMut` head and unsplits `BytesMut` nodes.
-            let Some(slot) = self.buf.get_list_mut(index) else {
+            let Some(slot) = self.buf.get().get_list_mut(index) else {
                 break;
             };
             let node = mem::replace(slot, Node::BytesMut(BytesMut::new()));
@@ -409,7 +395,7 @@ impl BatchBuffer {
                 batch.push(bytes);
             }
         }
-        let tail = self.buf.bytes_mut();
+        let tail = self.buf.get().bytes_mut();
         match cut {
             None => batch.push(tail.split().freeze()),
             Some(mark) if mark.node >= nodes => {
@@ -425,7 +411,7 @@ impl BatchBuffer {
             *tail = BytesMut::new();
         }
         // Empties the node list, keeping its capacity and the tail's.
-        self.buf.reset();
+        self.buf.get().reset();
         self.nodes = 0;
         self.node_bytes = 0;
         self.copied_node_bytes = 0;
@@ -446,7 +432,7 @@ impl BatchBuffer {
     /// it; the carried ones count in the next batch.
     pub(crate) fn take_filling(&mut self) -> EncodedBatch {
         self.count_new_nodes();
-        let tail_len = self.buf.bytes().len();
+        let tail_len = self.buf.tail_len();
         let kept = tail_len % FRAME_SIZE;
         if tail_len < FRAME_SIZE || kept == 0 {
             return self.take(None);
@@ -461,7 +447,7 @@ impl BatchBuffer {
         let mut batch = EncodedBatch::with_node_hint(self.nodes + 1);
         let mut copied = tail_len;
         for index in 0..self.nodes {
-            let Some(slot) = self.buf.get_list_mut(index) else {
+            let Some(slot) = self.buf.get().get_list_mut(index) else {
                 break;
             };
             // An empty `BytesMut` in place keeps `LinkedBytes::reset` happy.
@@ -471,17 +457,17 @@ impl BatchBuffer {
             }
             batch.push(node_bytes(node));
         }
-        let tail = self.buf.bytes_mut();
+        let tail = self.buf.get().bytes_mut();
         batch.push(tail.split_to(tail_len - kept).freeze());
         // `reset` clears the trailing buffer: hold the rest aside meanwhile.
-        let mut rest = mem::take(self.buf.bytes_mut());
+        let mut rest = mem::take(self.buf.get().bytes_mut());
         if copied > self.retain {
             // As in `take`: let an unusually large allocation go with the
             // batch; the rest (under one frame) moves to one of its own.
             rest = BytesMut::from(&rest[..]);
         }
-        self.buf.reset();
-        *self.buf.bytes_mut() = rest;
+        self.buf.get().reset();
+        *self.buf.get().bytes_mut() = rest;
         self.nodes = 0;
         self.node_bytes = 0;
         self.copied_node_bytes = 0;
@@ -503,7 +489,7 @@ impl BatchBuffer {
 
     #[inline]
     fn count_new_nodes(&mut self) {
-        while let Some(node) = self.buf.get_list_mut(self.nodes) {
+        while let Some(node) = self.buf.get().get_list_mut(self.nodes) {
             let len = node.as_ref().len();
             if let Node::BytesMut(_) = node {
                 self.copied_node_bytes += len;
