@@ -255,10 +255,15 @@ impl<T: Message + Default> Streaming<T> {
     /// Reads the body to its end, discarding messages not yet read, and
     /// returns its trailers. On a client, a non-`OK` status is the error.
     pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, tonic::Status> {
-        match self.inner.get_mut().trailers().await {
-            Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
-            Err(status) => Err(status.into()),
-        }
+        let trailers = self.inner.get_mut().trailers().await?;
+        Ok(trailers.map(MetadataMap::from_headers))
+    }
+
+    /// The end of a unary request whose one message has been read: its
+    /// trailers, or `INTERNAL` when another message follows.
+    pub(crate) async fn unary_request_end(&mut self) -> Result<Option<MetadataMap>, tonic::Status> {
+        let trailers = self.inner.get_mut().unary_request_end().await?;
+        Ok(trailers.map(MetadataMap::from_headers))
     }
 }
 

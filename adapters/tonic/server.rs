@@ -34,7 +34,7 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    MISSING_REQUEST_MESSAGE, Pump, RequestScope, SECOND_REQUEST_MESSAGE, ScopedCall,
+    MISSING_REQUEST_MESSAGE, Pump, RequestScope, ScopedCall,
     ServerResponse, Timer, read_request_head, refused, request_scope_slots, timeout_from_headers,
     timer_for,
 };
@@ -296,13 +296,8 @@ impl<C: FramingCodec> Grpc<C> {
             .message()
             .await?
             .ok_or_else(|| tonic::Status::internal(MISSING_REQUEST_MESSAGE))?;
-        // As grpc-go does: a second message is a protocol violation, not
-        // something to drop silently.
-        if messages.message().await?.is_some() {
-            return Err(tonic::Status::internal(SECOND_REQUEST_MESSAGE));
-        }
         let mut request = tonic::Request::from_parts(metadata, extensions, message);
-        if let Some(trailers) = messages.trailers().await? {
+        if let Some(trailers) = messages.unary_request_end().await? {
             merge_metadata(request.metadata_mut(), trailers);
         }
         Ok(request)

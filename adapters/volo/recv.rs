@@ -25,7 +25,6 @@ use super::metadata::warn_unshielded;
 use super::trailers_only::WithoutLayer;
 use crate::PolledFrame;
 use crate::budget::Budget;
-use crate::call::SECOND_REQUEST_MESSAGE;
 use crate::compression::{CompressionEncoding, GRPC_ENCODING};
 use crate::decode::{MessageDecoder, Streaming};
 use crate::envelope::Limits;
@@ -239,10 +238,14 @@ impl<T: Message + Default> RecvStream<T> {
     /// one message, so there a message still in the body is `INTERNAL`
     /// (as grpc-go answers it), not dropped.
     pub async fn trailers(&mut self) -> Result<Option<MetadataMap>, volo_grpc::Status> {
-        if self.state.is_request && self.message().await?.is_some() {
-            return Err(Status::new(Code::Internal, SECOND_REQUEST_MESSAGE).into());
-        }
-        match self.streaming().trailers().await {
+        let is_request = self.state.is_request;
+        let streaming = self.streaming();
+        let end = if is_request {
+            streaming.unary_request_end().await
+        } else {
+            streaming.trailers().await
+        };
+        match end {
             Ok(trailers) => Ok(trailers.map(MetadataMap::from_headers)),
             Err(status) => Err(status.into()),
         }

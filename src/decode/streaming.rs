@@ -274,6 +274,28 @@ impl<D: MessageDecoder> Streaming<D> {
     /// trailers are handed out once; later calls return `Ok(None)`.
     pub async fn trailers(&mut self) -> Result<Option<HeaderMap>, Status> {
         while poll_fn(|cx| self.poll_message(cx)).await.is_some() {}
+        self.ended()
+    }
+
+    /// The end of a unary request whose one message has been read: its
+    /// trailers, or `INTERNAL` if another message follows (a protocol
+    /// violation grpc-go refuses too; it is not decoded), or the stream's
+    /// error.
+    #[cfg(any(feature = "tonic", feature = "volo"))]
+    pub(crate) async fn unary_request_end(&mut self) -> Result<Option<HeaderMap>, Status> {
+        match poll_fn(|cx| self.poll_message(cx)).await {
+            Some(Ok(_)) => {
+                let status = Status::internal(crate::call::SECOND_REQUEST_MESSAGE);
+                Err(self.fail(status))
+            }
+            Some(Err(status)) => Err(status),
+            None => self.ended(),
+        }
+    }
+
+    /// What an ended stream gives its reader last: its error again, or its
+    /// trailers, once.
+    fn ended(&mut self) -> Result<Option<HeaderMap>, Status> {
         match &self.outcome {
             Some(Err(status)) => {
                 self.reported = true;

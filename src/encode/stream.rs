@@ -288,35 +288,34 @@ fn encode_alone<E: MessageEncoder>(
     let prefix = EnvelopeHeader::message(false, len as u32).to_bytes();
     match dst.try_into_bytes_mut() {
         Ok(mut whole) => {
-            if len != declared {
-                whole[..HEADER_LEN].copy_from_slice(&prefix);
+            if len != declared
+                && let Some(head) = whole.get_mut(..HEADER_LEN)
+            {
+                head.copy_from_slice(&prefix);
             }
             Ok(EncodedBatch::single(whole.freeze(), 1))
         }
         Err(mut dst) => {
-            let mut nodes = Vec::new();
+            // Fields inserted by reference: the buffer's nodes, as they are.
+            let mut batch = EncodedBatch::with_node_hint(dst.iter_list().count() + 1);
             let mut index = 0;
             while let Some(slot) = dst.get_list_mut(index) {
-                nodes.push(node_bytes(std::mem::replace(
+                // The prefix leads the first node, split off the trailing
+                // buffer it was written to before any insert.
+                if index == 0
+                    && len != declared
+                    && let Node::BytesMut(head) = &mut *slot
+                    && let Some(head) = head.get_mut(..HEADER_LEN)
+                {
+                    head.copy_from_slice(&prefix);
+                }
+                batch.push(node_bytes(std::mem::replace(
                     slot,
                     Node::BytesMut(BytesMut::new()),
                 )));
                 index += 1;
             }
-            nodes.push(dst.bytes_mut().split().freeze());
-            let mut batch = EncodedBatch::with_node_hint(nodes.len());
-            let mut first = true;
-            for node in nodes {
-                if first && len != declared {
-                    // The prefix leads the first node, written before any insert.
-                    let mut head = BytesMut::from(&node[..]);
-                    head[..HEADER_LEN].copy_from_slice(&prefix);
-                    batch.push(head.freeze());
-                } else {
-                    batch.push(node);
-                }
-                first = false;
-            }
+            batch.push(dst.bytes_mut().split().freeze());
             Ok(batch.finish(1))
         }
     }
