@@ -177,11 +177,10 @@ impl<T: Message + Default> Streaming<T> {
         limits: Limits,
     ) -> Self
     where
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<Box<dyn StdError + Send + Sync>>,
+        B: Body<Data = Bytes, Error = Status> + Send + 'static,
     {
-        let mut inner = Box::new(decode::Streaming::new_request(
-            body,
+        let mut inner = Box::new(decode::Streaming::request_of(
+            Box::pin(body),
             ProstMessageDecoder::new(),
             encoding,
         ));

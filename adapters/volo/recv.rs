@@ -153,7 +153,7 @@ impl<T: Message + Default> RecvStream<T> {
                     warn_unshielded();
                 }
                 state.request_call = body.call();
-                let mut streaming = Streaming::new_request(body, decoder, encoding);
+                let mut streaming = Streaming::request_of(Box::pin(body), decoder, encoding);
                 streaming.set_method(method);
                 state.inner = Inner::Ready(streaming);
             }
@@ -172,7 +172,7 @@ impl<T: Message + Default> RecvStream<T> {
                 let headers = encoding_headers(encoding);
                 let body = WithoutLayer::new(VoloBody { inner: body });
                 state.inner =
-                    Inner::Ready(Streaming::new_response(status, &headers, body, decoder));
+                    Inner::Ready(Streaming::response_of(status, &headers, Box::pin(body), decoder));
                 if let Inner::Ready(streaming) = &mut state.inner {
                     streaming.set_method(method);
                 }
@@ -285,10 +285,10 @@ impl<T: Message + Default> State<T> {
             if let Some(encoding) = encoding {
                 headers.insert(GRPC_ENCODING, encoding.header_value());
             }
-            let mut streaming = Streaming::new_response(
+            let mut streaming = Streaming::response_of(
                 status,
                 &headers,
-                VoloBody { inner: body },
+                Box::pin(VoloBody { inner: body }),
                 PilotaDecoder::new(),
             );
             streaming.set_limits(self.limits);

@@ -42,7 +42,8 @@ impl MessageDecoder for BytesDecoder {
     }
 }
 
-type BoxBody = Pin<Box<dyn Body<Data = Bytes, Error = Status> + Send + 'static>>;
+/// A body as the stream reads it: boxed, its errors `Status`.
+pub(crate) type BoxBody = Pin<Box<dyn Body<Data = Bytes, Error = Status> + Send + 'static>>;
 
 /// Which side of a call the body belongs to.
 #[derive(Clone, Copy, Debug)]
@@ -122,6 +123,17 @@ impl<D: MessageDecoder> Streaming<D> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
+        Self::request_of(status_errors(body), decoder, encoding)
+    }
+
+    /// [`new_request`](Self::new_request) over a body whose errors are
+    /// already `Status`, as the call layer's are: read as it is, with no
+    /// wrapper to convert them.
+    pub(crate) fn request_of(
+        body: BoxBody,
+        decoder: D,
+        encoding: Option<CompressionEncoding>,
+    ) -> Self {
         Self::with_parts(body, decoder, Role::Request, Ok(encoding))
     }
 
@@ -139,6 +151,17 @@ impl<D: MessageDecoder> Streaming<D> {
         B: Body<Data = Bytes> + Send + 'static,
         B::Error: Into<Box<dyn StdError + Send + Sync>>,
     {
+        Self::response_of(status, headers, status_errors(body), decoder)
+    }
+
+    /// [`new_response`](Self::new_response) over a body whose errors are
+    /// already `Status`.
+    pub(crate) fn response_of(
+        status: StatusCode,
+        headers: &HeaderMap,
+        body: BoxBody,
+        decoder: D,
+    ) -> Self {
         let trailers_only = headers.contains_key(crate::status::GRPC_STATUS);
         let encoding = CompressionEncoding::from_encoding_header(headers);
         let mut stream = Self::with_parts(body, decoder, Role::Response(status), encoding);
@@ -150,25 +173,19 @@ impl<D: MessageDecoder> Streaming<D> {
         stream
     }
 
-    fn with_parts<B>(
-        body: B,
+    fn with_parts(
+        body: BoxBody,
         decoder: D,
         role: Role,
         encoding: Result<Option<CompressionEncoding>, Status>,
-    ) -> Self
-    where
-        B: Body<Data = Bytes> + Send + 'static,
-        B::Error: Into<Box<dyn StdError + Send + Sync>>,
-    {
+    ) -> Self {
         let (encoding, refused) = match encoding {
             Ok(encoding) => (encoding, None),
             Err(status) => (None, Some(status)),
         };
         let mut stream = Streaming {
             decoder,
-            body: Some(Box::pin(
-                body.map_err(|error| status_from_body_error(error.into())),
-            )),
+            body: Some(body),
             assembler: EnvelopeAssembler::new(Limits::default(), encoding),
             role,
             trailers: None,
@@ -497,6 +514,15 @@ impl<D> fmt::Debug for Streaming<D> {
             .field("outcome", &self.outcome)
             .finish_non_exhaustive()
     }
+}
+
+/// `body` boxed with its errors as `Status`.
+fn status_errors<B>(body: B) -> BoxBody
+where
+    B: Body<Data = Bytes> + Send + 'static,
+    B::Error: Into<Box<dyn StdError + Send + Sync>>,
+{
+    Box::pin(body.map_err(|error| status_from_body_error(error.into())))
 }
 
 /// The status for a body error: the error itself when it is a [`Status`]

@@ -385,6 +385,21 @@ pub fn server_cases() -> Vec<Case> {
             "a unary request carried more than one message",
         ),
     ));
+    // The second message is refused for being there, not read: one that is
+    // not an EchoRequest gets the same answer.
+    let mut malformed_second = request_envelope(b"one");
+    malformed_second.extend(envelope(0, b"\x0f\x00"));
+    cases.push(case(
+        "malformed second message on a unary call",
+        ServerRequest {
+            control: control_body(&[]),
+            ..ServerRequest::new(&Method::SINGLE_REQUEST, malformed_second)
+        },
+        Expect::new(
+            code::INTERNAL,
+            "a unary request carried more than one message",
+        ),
+    ));
     cases.push(case(
         "no message on a unary call",
         ServerRequest {
