@@ -371,35 +371,30 @@ pub fn server_cases() -> Vec<Case> {
         ));
     }
 
-    // A single-message request with a second message, or none.
-    let mut two = request_envelope(b"one");
-    two.extend(request_envelope(b"two"));
-    cases.push(case(
-        "second message on a unary call",
-        ServerRequest {
-            control: control_body(&[]),
-            ..ServerRequest::new(&Method::SINGLE_REQUEST, two)
-        },
-        Expect::new(
-            code::INTERNAL,
-            "a unary request carried more than one message",
+    // A single-message request with a second message, or none. The second
+    // message is refused for being there, not read: one that is not an
+    // EchoRequest gets the same answer.
+    for (name, second) in [
+        ("second message on a unary call", request_envelope(b"two")),
+        (
+            "malformed second message on a unary call",
+            envelope(0, b"\x0f\x00"),
         ),
-    ));
-    // The second message is refused for being there, not read: one that is
-    // not an EchoRequest gets the same answer.
-    let mut malformed_second = request_envelope(b"one");
-    malformed_second.extend(envelope(0, b"\x0f\x00"));
-    cases.push(case(
-        "malformed second message on a unary call",
-        ServerRequest {
-            control: control_body(&[]),
-            ..ServerRequest::new(&Method::SINGLE_REQUEST, malformed_second)
-        },
-        Expect::new(
-            code::INTERNAL,
-            "a unary request carried more than one message",
-        ),
-    ));
+    ] {
+        let mut two = request_envelope(b"one");
+        two.extend(second);
+        cases.push(case(
+            name,
+            ServerRequest {
+                control: control_body(&[]),
+                ..ServerRequest::new(&Method::SINGLE_REQUEST, two)
+            },
+            Expect::new(
+                code::INTERNAL,
+                "a unary request carried more than one message",
+            ),
+        ));
+    }
     cases.push(case(
         "no message on a unary call",
         ServerRequest {
