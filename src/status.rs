@@ -438,15 +438,9 @@ impl Status {
     pub fn into_headers(mut self, headers: &mut HeaderMap) {
         let metadata = self.take_metadata();
         self.write_headers(headers);
-        let mut last_name: Option<HeaderName> = None;
-        for (name, value) in metadata {
-            // `HeaderMap::into_iter` yields the name only on a key's first value.
-            if let Some(name) = name {
-                last_name = Some(name);
-            }
-            if let Some(name) = &last_name {
-                headers.append(name.clone(), value);
-            }
+        // Most statuses (every `OK` a server sends) carry none: no walk.
+        if !metadata.is_empty() {
+            append_moved(headers, metadata);
         }
     }
 
@@ -455,6 +449,20 @@ impl Status {
         let mut headers = HeaderMap::new();
         self.write_headers(&mut headers);
         headers
+    }
+}
+
+/// Appends every entry of `metadata` to `headers`, moving the values.
+fn append_moved(headers: &mut HeaderMap, metadata: HeaderMap) {
+    let mut last_name: Option<HeaderName> = None;
+    for (name, value) in metadata {
+        // `HeaderMap::into_iter` yields the name only on a key's first value.
+        if let Some(name) = name {
+            last_name = Some(name);
+        }
+        if let Some(name) = &last_name {
+            headers.append(name.clone(), value);
+        }
     }
 }
 
