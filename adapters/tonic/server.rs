@@ -196,8 +196,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let call = observe::server_call(&req, timeout_from_headers);
-        let send = self.send.negotiate(req.headers());
+        let (call, _, send) = self.open(&req, false);
         let request = match self.single_request(req, &call).await {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
@@ -219,11 +218,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let timeout = timeout_from_headers(req.headers());
-        let call = observe::server_call(&req, |_| timeout);
-        // The deadline runs from the request's arrival.
-        let timer = timeout.map(timer_for);
-        let send = self.send.negotiate(req.headers());
+        let (call, timer, send) = self.open(&req, true);
         let request = match self.single_request(req, &call).await {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
@@ -243,8 +238,7 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send + 'static,
     {
-        let call = observe::server_call(&req, timeout_from_headers);
-        let send = self.send.negotiate(req.headers());
+        let (call, _, send) = self.open(&req, false);
         let (request, scope) = match self.scoped_request(req, &call) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
@@ -268,17 +262,33 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let timeout = timeout_from_headers(req.headers());
-        let call = observe::server_call(&req, |_| timeout);
-        // The deadline runs from the request's arrival.
-        let timer = timeout.map(timer_for);
-        let send = self.send.negotiate(req.headers());
+        let (call, timer, send) = self.open(&req, true);
         let (request, scope) = match self.scoped_request(req, &call) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
         let (response, pump) = ScopedCall::<TonicSlots, _>::new(service.call(request), scope).await;
         self.respond(response, send, timer, pump, call)
+    }
+
+    /// What every kind of call starts with: its record, the timer of its
+    /// deadline when its answer is a stream the deadline may cut short
+    /// (`streamed`), and the compression to answer with.
+    fn open<B>(
+        &self,
+        req: &http::Request<B>,
+        streamed: bool,
+    ) -> (ServerCall, Option<Timer>, Option<CompressionEncoding>) {
+        let send = self.send.negotiate(req.headers());
+        if !streamed {
+            // One message answers at once; the deadline is read only for
+            // a recorded call.
+            return (observe::server_call(req, timeout_from_headers), None, send);
+        }
+        let timeout = timeout_from_headers(req.headers());
+        // The deadline runs from the request's arrival.
+        let timer = timeout.map(timer_for);
+        (observe::server_call(req, |_| timeout), timer, send)
     }
 
     /// The request of a unary or server-streaming call: exactly one message.

@@ -28,6 +28,53 @@ fn find(results: &[ArmResults], arm: Arm) -> Option<&ArmResults> {
     results.iter().find(|result| result.arm == arm)
 }
 
+/// The median over rounds of the baseline's server CPU divided by the
+/// arm's, each round against the same round: arms run next to each other
+/// in every round, so what drifts between rounds (the machine's load, its
+/// caches) divides out, where a ratio of two medians keeps it.
+fn paired_ratio(samples: &[Sample], baseline: Option<&[Sample]>) -> String {
+    let Some(baseline) = baseline else {
+        return "-".into();
+    };
+    let ratios: Vec<f64> = samples
+        .iter()
+        .zip(baseline)
+        .map(|(arm, base)| base.server_cpu_us / arm.server_cpu_us)
+        .filter(|ratio| ratio.is_finite())
+        .collect();
+    if ratios.is_empty() {
+        return "-".into();
+    }
+    format!("{:.3}x", median(ratios))
+}
+
+/// The server-CPU columns both tables end with.
+const CPU_HEADER: [&str; 5] = [
+    "server µs/str",
+    "ratio",
+    "paired",
+    "server CPU",
+    "client CPU",
+];
+
+/// An arm's cells under [`CPU_HEADER`]: its median server CPU per stream
+/// `cpu`, against its baseline's `base_cpu` and round by round.
+fn cpu_cells(
+    samples: &[Sample],
+    cpu: f64,
+    base_cpu: f64,
+    base_samples: Option<&[Sample]>,
+) -> [String; 5] {
+    let (server_share, client_share) = cpu_shares(samples);
+    [
+        format!("{cpu:.1}"),
+        ratio(base_cpu, cpu),
+        paired_ratio(samples, base_samples),
+        format!("{server_share:.2}"),
+        format!("{client_share:.2}"),
+    ]
+}
+
 fn ratio(value: f64, baseline: f64) -> String {
     if baseline.is_finite() && baseline > 0.0 && value.is_finite() {
         format!("{:.2}x", value / baseline)
@@ -95,70 +142,50 @@ pub fn print_table(results: &[ArmResults], memory_streams: usize) {
         let baseline = find(results, result.arm.baseline());
         for (level, samples) in &result.streaming {
             let (rate, cpu) = medians(samples);
-            let (base_rate, base_cpu) = baseline
+            let base_samples = baseline
                 .and_then(|b| b.streaming.iter().find(|(l, _)| l == level))
-                .map_or((f64::NAN, f64::NAN), |(_, s)| medians(s));
-            let (server_share, client_share) = cpu_shares(samples);
-            rows.push(vec![
+                .map(|(_, s)| s.as_slice());
+            let (base_rate, base_cpu) = base_samples.map_or((f64::NAN, f64::NAN), medians);
+            let mut row = vec![
                 result.arm.label().to_owned(),
                 level.to_string(),
                 format!("{rate:.0}"),
                 ratio(rate, base_rate),
-                format!("{cpu:.1}"),
-                ratio(base_cpu, cpu),
-                format!("{server_share:.2}"),
-                format!("{client_share:.2}"),
-            ]);
+            ];
+            row.extend(cpu_cells(samples, cpu, base_cpu, base_samples));
+            rows.push(row);
         }
     }
     println!();
-    print_columns(
-        &[
-            "arm",
-            "streams",
-            "streams/s",
-            "ratio",
-            "server µs/str",
-            "ratio",
-            "server CPU",
-            "client CPU",
-        ],
-        &rows,
-        1,
-    );
+    let mut header = vec!["arm", "streams", "streams/s", "ratio"];
+    header.extend(CPU_HEADER);
+    print_columns(&header, &rows, 1);
 
     let rows: Vec<Vec<String>> = results
         .iter()
         .map(|result| {
             let (micros, cpu) = medians(&result.client_streaming);
-            let (base_micros, base_cpu) = find(results, result.arm.baseline())
-                .map_or((f64::NAN, f64::NAN), |b| medians(&b.client_streaming));
-            let (server_share, client_share) = cpu_shares(&result.client_streaming);
-            vec![
+            let base_samples =
+                find(results, result.arm.baseline()).map(|b| b.client_streaming.as_slice());
+            let (base_micros, base_cpu) = base_samples.map_or((f64::NAN, f64::NAN), medians);
+            let mut row = vec![
                 result.arm.label().to_owned(),
                 format!("{micros:.1}"),
                 ratio(base_micros, micros),
-                format!("{cpu:.1}"),
-                ratio(base_cpu, cpu),
-                format!("{server_share:.2}"),
-                format!("{client_share:.2}"),
-            ]
+            ];
+            row.extend(cpu_cells(
+                &result.client_streaming,
+                cpu,
+                base_cpu,
+                base_samples,
+            ));
+            row
         })
         .collect();
     println!();
-    print_columns(
-        &[
-            "client-streaming (10 msgs)",
-            "µs/stream",
-            "ratio",
-            "server µs/str",
-            "ratio",
-            "server CPU",
-            "client CPU",
-        ],
-        &rows,
-        1,
-    );
+    let mut header = vec!["client-streaming (10 msgs)", "µs/stream", "ratio"];
+    header.extend(CPU_HEADER);
+    print_columns(&header, &rows, 1);
 
     let rows: Vec<Vec<String>> = results
         .iter()
