@@ -14,6 +14,7 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 use std::time::Duration;
 
+use http_body_util::BodyExt;
 use pin_project_lite::pin_project;
 use volo_grpc::body::BoxBody;
 
@@ -112,7 +113,9 @@ where
         let response =
             response.map(
                 |body| match ServerResponse::watching(body, timer, pump, call) {
-                    Ok(watched) => volo_grpc::body::boxed(watched),
+                    // Its errors are volo-grpc's already: boxed as they
+                    // are, without `boxed`'s conversion layer.
+                    Ok(watched) => watched.boxed_unsync(),
                     Err(body) => body,
                 },
             );

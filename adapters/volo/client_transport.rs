@@ -22,7 +22,6 @@ use motore::service::Service;
 use pin_project_lite::pin_project;
 use volo::net::Address;
 use volo::net::dial::{DefaultMakeTransport, MakeTransport};
-use volo_grpc::body::boxed;
 use volo_grpc::client::MetaService;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 use volo_grpc::codec::decode::Kind;
@@ -289,7 +288,9 @@ where
             crate::observe::with_client_method(method, || {
                 U::from_body(
                     Some(path.as_str()),
-                    boxed(body.map_err(volo_status)),
+                    // One conversion: `boxed` would wrap a second one
+                    // around errors that are volo-grpc's already.
+                    body.map_err(volo_status).boxed_unsync(),
                     Kind::Response(parts.status),
                     None,
                 )

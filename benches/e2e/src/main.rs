@@ -27,6 +27,12 @@
 //! Prometheus exporter (`--metrics-listen`); each is compared with the one
 //! before it.
 //!
+//! `--paired` (with the default arms or `--observe`) runs each arm at the
+//! same time as its baseline instead, both servers on CPU 0 and one
+//! workload against each, and reports the ratio of their server CPU per
+//! stream round by round: what the machine does to both cancels, where
+//! arms run one after another differ by as much as what they measure.
+//!
 //! Each run writes its JSON (`target/e2e-bench.json`, or
 //! `target/e2e-matrix.json` with `--matrix`) and an SVG chart of the same
 //! numbers next to it (`target/e2e-bench.svg`, `target/e2e-matrix.svg`).
@@ -57,6 +63,7 @@ mod h2client;
 mod matrix;
 mod matrix_report;
 mod measure;
+mod paired;
 mod proto;
 mod report;
 mod server;
@@ -75,6 +82,8 @@ pub struct Settings {
     rounds: usize,
     concurrency: Vec<usize>,
     memory_streams: usize,
+    /// `--paired`: each arm at the same time as its baseline.
+    paired: bool,
     arms: Vec<Arm>,
     json: PathBuf,
     build: bool,
@@ -91,7 +100,7 @@ pub struct Settings {
 fn usage() -> ! {
     eprintln!(
         "usage: e2e-bench [--full] [--rounds N] [--window SECS] [--warmup SECS]\n\
-         \x20                [--arms a,b,..] [--observe] [--memory-streams N] [--json PATH] [--no-build]\n\
+         \x20                [--arms a,b,..] [--observe] [--paired] [--memory-streams N] [--json PATH] [--no-build]\n\
          \x20      e2e-bench [--matrix] [--saturate] [--matrix-arms a,b,..] [--cell-window SECS]\n\
          \x20                [--cell-warmup SECS] [--matrix-rounds N] [--matrix-streams N]\n\
          \x20                [--saturate-streams N] [--server-quota SHARE|none] [--pace-micros N]\n\
@@ -226,6 +235,7 @@ fn parse_settings() -> Settings {
         rounds: 2,
         concurrency: vec![32, 128],
         memory_streams: 1000,
+        paired: false,
         arms: Arm::ALL.to_vec(),
         json: root.join("target/e2e-bench.json"),
         build: true,
@@ -292,6 +302,7 @@ fn parse_settings() -> Settings {
                 settings.arms = Arm::OBSERVE.to_vec();
                 settings.arm_keys = Some(Arm::OBSERVE.iter().map(|a| a.key().to_owned()).collect());
             }
+            "--paired" => settings.paired = true,
             "--chart-from" => settings.chart_from = Some(PathBuf::from(value())),
             "--json" => settings.json = PathBuf::from(value()),
             "--no-build" => settings.build = false,
@@ -475,6 +486,10 @@ fn main() -> std::process::ExitCode {
             eprintln!("{failed} of {} matrix cells failed", cells.len());
             return std::process::ExitCode::FAILURE;
         }
+        return std::process::ExitCode::SUCCESS;
+    }
+    if settings.paired {
+        runtime.block_on(paired::run(&settings));
         return std::process::ExitCode::SUCCESS;
     }
     let results = runtime.block_on(workload::run_all(&settings));

@@ -20,7 +20,7 @@ use crate::proto::echo_client::EchoClient;
 /// of the published volo-grpc batching measurement.
 const STREAM_MESSAGES: u32 = 16;
 const STREAM_MESSAGE_SIZE: u32 = 256;
-const CONNECTIONS: usize = 4;
+pub const CONNECTIONS: usize = 4;
 const CLIENT_STREAM_MESSAGES: usize = 10;
 const CLIENT_STREAM_MESSAGE_SIZE: usize = 64;
 const MEMORY_MESSAGE_SIZE: usize = 1024 * 1024;
@@ -104,7 +104,7 @@ pub async fn run_all(settings: &Settings) -> Vec<ArmResults> {
     results
 }
 
-async fn connect(addr: &str, count: usize) -> Vec<Channel> {
+pub async fn connect(addr: &str, count: usize) -> Vec<Channel> {
     let mut channels = Vec::with_capacity(count);
     for _ in 0..count {
         // One `Endpoint::connect` is one HTTP/2 connection.
@@ -120,7 +120,7 @@ async fn connect(addr: &str, count: usize) -> Vec<Channel> {
 
 /// `level` server-streaming calls in flight, each receiving 16 ready 256 B
 /// messages; counts completed calls over the window.
-async fn server_streaming(
+pub async fn server_streaming(
     server: &Server,
     channels: &[Channel],
     level: usize,
@@ -176,7 +176,7 @@ async fn server_streaming(
 
 /// One client-streaming call at a time, 10 small messages each; reports µs
 /// per call.
-async fn client_streaming(server: &Server, channel: &Channel, settings: &Settings) -> Sample {
+pub async fn client_streaming(server: &Server, channel: &Channel, settings: &Settings) -> Sample {
     let mut client = EchoClient::new(channel.clone());
     let payload = Bytes::from(vec![7u8; CLIENT_STREAM_MESSAGE_SIZE]);
     let one_call = |client: &mut EchoClient<Channel>| {
