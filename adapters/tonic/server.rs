@@ -367,7 +367,7 @@ impl<C: FramingCodec> Grpc<C> {
         send: Option<CompressionEncoding>,
         timer: Option<Timer>,
         pump: Option<Pump>,
-        call: ServerCall,
+        mut call: ServerCall,
     ) -> http::Response<Body>
     where
         St: Stream<Item = Result<C::Encode, tonic::Status>> + Send + 'static,
@@ -386,11 +386,17 @@ impl<C: FramingCodec> Grpc<C> {
             .with_batch_threshold(self.batch_threshold)
             .with_limits(self.limits);
         let encoder = ProstMessageEncoder::<C::Encode>::default();
-        let body = EncodeBody::server(EncodeStream::new(
+        let mut body = EncodeBody::server(EncodeStream::new(
             StatusErrors::new(messages),
             encoder,
             config,
         ));
+        // Without a deadline to cut it short, the body itself tells the
+        // record what it sends and how it ends, and needs no watcher for
+        // that.
+        if timer.is_none() {
+            body.record_in(std::mem::take(&mut call));
+        }
         // One box, whatever watches the body.
         let body = match ServerResponse::watching(body, timer, pump, call) {
             Ok(watched) => Body::new(watched),

@@ -75,8 +75,19 @@ pin_project! {
         end: Option<Result<(), Status>>,
         // The final status (server) or error (client) was produced.
         finished: bool,
+        // The call's record, when this body tells it what it sends and the
+        // status it ends with (tonic's full framing, a call no deadline
+        // can cut): then no watcher reads them back off the frames.
+        record: CallRecord,
     }
 }
+
+/// What a response body keeps of its call's record: nothing without the
+/// adapter that hands one in.
+#[cfg(feature = "tonic")]
+type CallRecord = crate::observe::ServerCall;
+#[cfg(not(feature = "tonic"))]
+type CallRecord = ();
 
 impl<S, E: MessageEncoder> EncodeBody<S, E> {
     /// A body for `stream` in the given mode.
@@ -87,7 +98,16 @@ impl<S, E: MessageEncoder> EncodeBody<S, E> {
             frames: DataFrames::default(),
             end: None,
             finished: false,
+            record: CallRecord::default(),
         }
+    }
+
+    /// This response body records its call in `record`: the message bytes
+    /// of each batch as it takes it, and the status of its trailers.
+    // In place: a body is large, and moved it is copied.
+    #[cfg(feature = "tonic")]
+    pub(crate) fn record_in(&mut self, record: crate::observe::ServerCall) {
+        self.record = record;
     }
 
     /// A request body: see [`BodyMode::Client`].
@@ -113,10 +133,12 @@ where
         let mut this = self.project();
         if this.frames.is_empty() && this.end.is_none() && !*this.finished {
             match this.stream.as_mut().poll_sole(cx) {
-                Poll::Ready(Some(Ok(batch))) => match batch.into_sole_node() {
-                    Ok(payload) => return Poll::Ready(Some(Ok(Frame::data(payload)))),
-                    Err(batch) => this.frames.push(batch),
-                },
+                Poll::Ready(Some(Ok(batch))) => {
+                    match record_sent(this.record, batch).into_sole_node() {
+                        Ok(payload) => return Poll::Ready(Some(Ok(Frame::data(payload)))),
+                        Err(batch) => this.frames.push(batch),
+                    }
+                }
                 Poll::Ready(Some(Err(error))) => *this.end = Some(Err(error)),
                 Poll::Ready(None) => {}
                 Poll::Pending => return Poll::Pending,
@@ -130,7 +152,7 @@ where
             if wants_batch && this.end.is_none() && !*this.finished {
                 match this.stream.as_mut().poll_next(cx) {
                     Poll::Ready(Some(Ok(batch))) => {
-                        this.frames.push(batch);
+                        this.frames.push(record_sent(this.record, batch));
                         continue;
                     }
                     Poll::Ready(Some(Err(error))) => *this.end = Some(Err(error)),
@@ -147,6 +169,11 @@ where
                 return Poll::Ready(None);
             };
             *this.finished = true;
+            #[cfg(feature = "tonic")]
+            if *this.mode == BodyMode::Server {
+                this.record
+                    .finish(end.as_ref().err().map_or(Code::Ok, Status::code));
+            }
             return Poll::Ready(match (*this.mode, end) {
                 (BodyMode::Client, Ok(())) => None,
                 (BodyMode::Client, Err(error)) => Some(Err(error)),
@@ -173,6 +200,18 @@ where
             }
     }
 }
+/// `batch`, its message bytes added to what `record`'s call has sent.
+#[inline]
+#[cfg_attr(not(feature = "tonic"), allow(unused_variables))]
+fn record_sent(record: &mut CallRecord, batch: super::EncodedBatch) -> super::EncodedBatch {
+    #[cfg(feature = "tonic")]
+    if record.is_recorded() {
+        let prefixes = batch.message_count() * crate::envelope::HEADER_LEN;
+        record.add_sent(batch.len().saturating_sub(prefixes) as u64);
+    }
+    batch
+}
+
 fn trailers(status: Status) -> Frame<Bytes> {
     let mut headers = HeaderMap::new();
     status.into_headers(&mut headers);

@@ -67,7 +67,7 @@ mod off {
     use crate::status::Code;
 
     /// Nothing to carry.
-    #[derive(Default)]
+    #[derive(Debug, Default)]
     pub(crate) struct ServerCall;
 
     impl ServerCall {
@@ -82,6 +82,11 @@ mod off {
         pub(crate) fn method(&self, path: &str) -> super::Method {
             super::Method::of(path)
         }
+
+        /// Nothing to record.
+        #[cfg(feature = "tonic")]
+        #[inline(always)]
+        pub(crate) fn add_sent(&mut self, _bytes: u64) {}
 
         /// Nothing to record.
         #[inline(always)]

@@ -163,6 +163,17 @@ impl ServerCall {
         }
     }
 
+    /// Adds `bytes` of response messages sent, as on the wire.
+    #[cfg(feature = "tonic")]
+    #[inline]
+    pub(crate) fn add_sent(&mut self, bytes: u64) {
+        if let Some(live) = &self.0 {
+            // The response body is the one writer.
+            let sent = live.sent.load(Ordering::Relaxed);
+            live.sent.store(sent + bytes, Ordering::Relaxed);
+        }
+    }
+
     /// The response message bytes sent so far, as on the wire.
     #[inline]
     pub(crate) fn set_sent(&mut self, bytes: u64) {
@@ -209,6 +220,14 @@ fn finish_recorded(live: Arc<Live>, code: Code) {
     // dropped it yet) frees it when it is done.
     if Arc::strong_count(&live) == 1 {
         spares::keep(&SPARE_RECORDS, live);
+    }
+}
+
+impl fmt::Debug for ServerCall {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServerCall")
+            .field("recorded", &self.is_recorded())
+            .finish()
     }
 }
 
