@@ -39,6 +39,6 @@ pub mod tonic {
 /// What volo-build's output runs on after `volo::build`.
 #[cfg(feature = "volo")]
 pub mod volo {
-    pub use crate::volo::encode::{PilotaEncoder, encode, encode_with_config};
+    pub use crate::volo::encode::{PilotaEncoder, encode, encode_response, encode_with_config};
     pub use crate::volo::recv::PilotaDecoder;
 }

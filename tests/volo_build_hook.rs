@@ -66,9 +66,10 @@ pub trait Echo {
 fn rewrites_send_impl_calls() {
     let out = rewrite_source(SEND_IMPL).unwrap();
     assert!(!out.text.contains("::volo_grpc::codec::encode::encode"));
+    // A server's responses: the body records its call itself.
     assert_eq!(
         out.text
-            .matches("::grpc_stream_codec::codegen::volo::encode(s,")
+            .matches("::grpc_stream_codec::codegen::volo::encode_response(s,")
             .count(),
         2
     );
@@ -80,6 +81,48 @@ fn rewrites_send_impl_calls() {
             .contains("::volo_grpc::codec::compression::CompressionEncoding")
     );
     assert!(out.text.contains("::volo_grpc::SendEntryMessage for"));
+}
+
+#[test]
+fn a_clients_requests_use_the_plain_encoder() {
+    let requests = SEND_IMPL.replace("EchoResponseSend", "EchoRequestSend");
+    let both = format!("{requests}{SEND_IMPL}{requests}");
+    let out = rewrite_source(&both).unwrap();
+    let at = |needle: &str| {
+        out.text
+            .match_indices(needle)
+            .map(|(i, _)| i)
+            .collect::<Vec<_>>()
+    };
+    let plain = at("::grpc_stream_codec::codegen::volo::encode(s,");
+    let responses = at("::grpc_stream_codec::codegen::volo::encode_response(s,");
+    assert_eq!((plain.len(), responses.len()), (4, 2), "{}", out.text);
+    // Each in its own impl: the response's between the two request impls.
+    let response_impl = out.text.find("for EchoResponseSend").unwrap();
+    let second_request_impl = out.text.rfind("for EchoRequestSend").unwrap();
+    assert!(plain[..2].iter().all(|&i| i < response_impl));
+    assert!(
+        responses
+            .iter()
+            .all(|&i| response_impl < i && i < second_request_impl)
+    );
+    assert_eq!(out.encode_paths, 6);
+}
+
+#[test]
+fn a_file_rewritten_by_an_earlier_hook_gets_the_response_encoder() {
+    let earlier = SEND_IMPL.replace(
+        "::volo_grpc::codec::encode::encode",
+        "::grpc_stream_codec::codegen::volo::encode",
+    );
+    let out = rewrite_source(&earlier).unwrap();
+    assert_eq!(
+        out.text
+            .matches("::grpc_stream_codec::codegen::volo::encode_response(s,")
+            .count(),
+        2
+    );
+    assert_eq!(out.encode_paths, 2);
 }
 
 #[test]
@@ -124,7 +167,7 @@ fn idempotent() {
 
 #[test]
 fn whitespace_inside_paths_is_tolerated() {
-    let text = "impl ::volo_grpc::SendEntryMessage for X { fn f() { :: volo_grpc ::codec::\n encode :: encode(s, c) } }";
+    let text = "impl ::volo_grpc::SendEntryMessage for XRequestSend { fn f() { :: volo_grpc ::codec::\n encode :: encode(s, c) } }";
     let out = rewrite_source(text).unwrap();
     assert!(
         out.text

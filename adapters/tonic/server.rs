@@ -267,8 +267,8 @@ impl<C: FramingCodec> Grpc<C> {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
-        let (response, pump) = ScopedCall::<TonicSlots, _>::new(service.call(request), scope).await;
-        self.respond(response, send, timer, pump, call)
+        let (response, rest) = ScopedCall::<TonicSlots, _>::new(service.call(request), scope).await;
+        self.respond(response, send, timer, rest.pump, call)
     }
 
     /// What every kind of call starts with: its record, the timer of its

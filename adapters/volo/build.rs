@@ -29,12 +29,15 @@
 //! | volo-build 0.12 generates            | rewritten to                                 |
 //! |--------------------------------------|----------------------------------------------|
 //! | `::volo_grpc::codec::encode::encode` | `::grpc_stream_codec::codegen::volo::encode` |
+//! | the same, in a `*ResponseSend` impl  | `::grpc_stream_codec::codegen::volo::encode_response` |
 //! | `::volo_grpc::RecvStream`            | `::grpc_stream_codec::volo::RecvStream`      |
 //! | `::volo_grpc::client::ClientBuilder` | `::grpc_stream_codec::volo::ClientBuilder`   |
 //!
-//! `codegen` is the crate's hidden module of what only generated code
-//! names; the types handlers and callers name stay in
-//! [`volo`](crate::volo).
+//! A server's responses (`*ResponseSend`) get the encoder that also
+//! records the call when a meter is installed; a client's requests
+//! (`*RequestSend`) get the plain one. `codegen` is the crate's hidden
+//! module of what only generated code names; the types handlers and
+//! callers name stay in [`volo`](crate::volo).
 //!
 //! The second covers `RecvStream::new(..)` in `RecvEntryMessage::from_body`,
 //! the `*Recv` enum variants and the `Request<RecvStream<T>>` argument of
@@ -91,6 +94,10 @@ const RULES: &[Rule] = &[
 ];
 const SEND_ENTRY: &[&str] = &["volo_grpc", "SendEntryMessage"];
 const RECV_ENTRY: &[&str] = &["volo_grpc", "RecvEntryMessage"];
+/// The `encode` [`RULES`] point at.
+const OUR_ENCODE: &[&str] = &["grpc_stream_codec", "codegen", "volo", "encode"];
+/// The `encode` of a server's responses, which records the call.
+const OUR_ENCODE_RESPONSE: &[&str] = &["grpc_stream_codec", "codegen", "volo", "encode_response"];
 
 /// What a rewrite found and changed.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -308,6 +315,58 @@ pub struct RewrittenSource {
     pub recv_stream_paths: usize,
 }
 
+/// How many `encode` calls of a server's responses [`encode_responses`]
+/// found.
+struct Responses {
+    /// Already `encode_response` (a file rewritten before).
+    already: usize,
+}
+
+/// `text` with the `encode` calls in `impl SendEntryMessage for
+/// *ResponseSend` blocks (a server's responses; a client's requests are
+/// `*RequestSend`) pointed at `encode_response`, whose body records its
+/// call itself.
+fn encode_responses(text: &str) -> (String, Responses) {
+    let paths = rewrite::code_paths(text);
+    let mut out = String::with_capacity(text.len() + 64);
+    let mut copied = 0;
+    let mut already = 0;
+    // Whether the entry impl the paths are in is a response's. Generated
+    // `encode` calls are in `SendEntryMessage` impls only, so the impl a
+    // call belongs to is the last one before it.
+    let mut in_response = false;
+    for (index, path) in paths.iter().enumerate() {
+        if !path.global {
+            continue;
+        }
+        let is_impl =
+            |names| path.starts_with(text, names) && rewrite::preceded_by_impl(text, path.start);
+        if is_impl(SEND_ENTRY) || is_impl(RECV_ENTRY) {
+            // The type after `for`, the next path.
+            let for_type = paths
+                .get(index + 1)
+                .and_then(|ty| ty.segment(text, ty.segments.len() - 1));
+            in_response =
+                is_impl(SEND_ENTRY) && for_type.is_some_and(|ty| ty.ends_with("ResponseSend"));
+            continue;
+        }
+        if !in_response || path.segments.len() != OUR_ENCODE.len() {
+            continue;
+        }
+        if path.starts_with(text, OUR_ENCODE_RESPONSE) {
+            already += 1;
+        } else if let (true, Some(&(_, end))) =
+            (path.starts_with(text, OUR_ENCODE), path.segments.last())
+        {
+            out.push_str(&text[copied..end]);
+            out.push_str("_response");
+            copied = end;
+        }
+    }
+    out.push_str(&text[copied..]);
+    (out, Responses { already })
+}
+
 /// Rewrites one generated file's text.
 ///
 /// On failure names the path the file should have contained.
@@ -318,14 +377,15 @@ pub struct RewrittenSource {
 /// let generated = "impl ::volo_grpc::SendEntryMessage for EchoResponseSend { fn into_body(..) { \
 ///     match self { Self::Bidi(s) => { ::volo_grpc::codec::encode::encode(s, compression_encoding) } } } }";
 /// let out = rewrite_source(generated).unwrap();
-/// assert!(out.text.contains("::grpc_stream_codec::codegen::volo::encode(s, compression_encoding)"));
+/// assert!(out.text.contains("::grpc_stream_codec::codegen::volo::encode_response(s, compression_encoding)"));
 /// assert_eq!(rewrite_source(&out.text).unwrap().text, out.text); // idempotent
 /// ```
 #[doc(hidden)]
 pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
     let rewritten = rewrite::rewrite(text, RULES);
     let count = |rule| rewritten.hits.iter().filter(|h| h.rule == rule).count();
-    let encode_paths = count(ENCODE);
+    let (out, responses) = encode_responses(&rewritten.text);
+    let encode_paths = count(ENCODE) + responses.already;
     let recv_stream_paths = count(RECV_STREAM);
     let new_calls = rewritten
         .hits
@@ -348,7 +408,7 @@ pub fn rewrite_source(text: &str) -> Result<RewrittenSource, SourceError> {
         return missing("::volo_grpc::RecvStream::new");
     }
     Ok(RewrittenSource {
-        text: rewritten.text,
+        text: out,
         has_entry_impls: has_send || has_recv,
         encode_paths,
         recv_stream_paths,

@@ -78,6 +78,9 @@ pin_project! {
         #[pin]
         inner: ScopedCall<VoloSlots, F>,
         timer: Option<Timer>,
+        // The record of a call a deadline can cut, which the watcher at the
+        // deadline finishes; any other call's record is in the scope, for
+        // the response's encoder to keep.
         call: ServerCall,
         answer_deflate: bool,
     }
@@ -85,10 +88,17 @@ pin_project! {
 
 impl<F> Guarded<F> {
     pub(super) fn new(inner: F, guard: Guard) -> Self {
+        // Kept here for the watcher a deadline needs; otherwise in the
+        // scope, for the response's encoder.
+        let mut scoped = guard.call;
+        let mut kept = std::mem::take(&mut scoped);
+        if guard.timer.is_none() {
+            std::mem::swap(&mut kept, &mut scoped);
+        }
         Guarded {
-            inner: ScopedCall::new(inner, RequestScope::awaiting_stream(guard.method)),
+            inner: ScopedCall::new(inner, RequestScope::awaiting_stream(guard.method, scoped)),
             timer: guard.timer,
-            call: guard.call,
+            call: kept,
             answer_deflate: guard.answer_deflate,
         }
     }
@@ -102,17 +112,23 @@ where
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
-        let (response, pump) = std::task::ready!(this.inner.poll(cx));
+        let (response, rest) = std::task::ready!(this.inner.poll(cx));
         let mut response = response?;
         if *this.answer_deflate {
             rename_response_headers(response.headers_mut());
         }
         let timer = this.timer.take();
-        let mut call = std::mem::take(this.call);
+        // Left in the scope when no encoder kept it (a trailers-only
+        // answer, or generated code the build hook did not point at
+        // `encode_response`): the watcher records the call then.
+        let mut call = match timer {
+            Some(_) => std::mem::take(this.call),
+            None => rest.record,
+        };
         call.response_headers(response.headers());
         let response =
             response.map(
-                |body| match ServerResponse::watching(body, timer, pump, call) {
+                |body| match ServerResponse::watching(body, timer, rest.pump, call) {
                     // Its errors are volo-grpc's already: boxed as they
                     // are, without `boxed`'s conversion layer.
                     Ok(watched) => watched.boxed_unsync(),

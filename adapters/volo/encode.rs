@@ -12,9 +12,11 @@ use pilota::pb::{EncodeLengthContext, Message};
 use pin_project_lite::pin_project;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 
+use super::call_guard::VoloSlots;
 use super::client_compression::scoped_send;
 use super::compression::compression_from_volo;
 use super::limits::limits_for_new_stream;
+use crate::call::take_response_record;
 use crate::encode::default_batch_threshold;
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
 use crate::status::Status;
@@ -75,17 +77,46 @@ where
     S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
     T: Message + 'static,
 {
+    encode_with_config(source, default_config(compression_encoding))
+}
+
+/// [`encode`] for a server's response, as the [build hook](super::build)
+/// points generated `*ResponseSend` code at it: the body also records the
+/// call (the message bytes it sends and the status it ends with) when the
+/// call is recorded and no deadline can cut it, so no watcher around the
+/// response reads them back. Outside a call it is [`encode`].
+#[doc(hidden)]
+pub fn encode_response<T, S>(
+    source: S,
+    compression_encoding: Option<VoloEncoding>,
+) -> volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>
+where
+    S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
+    T: Message + 'static,
+{
+    let config = default_config(compression_encoding);
+    let mut body = EncodeBody::client(EncodeStream::new(
+        StatusSource { inner: source },
+        PilotaEncoder::new(),
+        config,
+    ));
+    body.record_in(take_response_record::<VoloSlots>());
+    Box::pin(Frames { body })
+}
+
+/// The configuration of a body volo-grpc asks for with
+/// `compression_encoding`.
+fn default_config(compression_encoding: Option<VoloEncoding>) -> EncodeConfig {
     // volo-grpc passes `None` when it has no compression configured, which
     // is how a `ClientCompressionLayer` around the call takes over.
     let compression = match compression_encoding {
         None => scoped_send(),
         configured => compression_from_volo(configured),
     };
-    let config = EncodeConfig::new()
+    EncodeConfig::new()
         .with_compression(compression)
         .with_batch_threshold(default_batch_threshold())
-        .with_limits(limits_for_new_stream());
-    encode_with_config(source, config)
+        .with_limits(limits_for_new_stream())
 }
 
 /// [`encode`] with an explicit configuration (batch threshold, compression,

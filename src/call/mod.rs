@@ -32,7 +32,7 @@ pub(crate) use read_ahead::BoxError;
 #[cfg(feature = "tonic")]
 pub(crate) use read_ahead::Pump;
 #[cfg(feature = "volo")]
-pub(crate) use request_scope::{Installed, request_body};
+pub(crate) use request_scope::{Installed, request_body, take_response_record};
 pub(crate) use request_scope::{
     Rendezvous, RequestScope, ScopeSlots, ScopedCall, Slot, rearm_request, request_scope_slots,
 };

@@ -40,7 +40,7 @@ use super::read_ahead::{Pump, ReadAheadBody, RequestTransport, read_ahead};
 use crate::PolledFrame;
 use crate::budget::Budget;
 #[cfg(feature = "volo")]
-use crate::observe::Method;
+use crate::observe::{Method, ServerCall};
 use crate::status::Status;
 
 /// A thread-local slot a value is installed in while a future is polled.
@@ -127,6 +127,21 @@ pub(crate) struct RequestScope<B> {
     escrow: Option<(B, Option<Budget>)>,
     /// The read-ahead's pump, once the body is split.
     pump: Option<Pump>,
+    /// The call's record until the response's encoder keeps it
+    /// ([`take_response_record`]).
+    #[cfg(feature = "volo")]
+    record: ServerCall,
+}
+
+/// What a call's scope hands on once the call has answered.
+#[derive(Default)]
+pub(crate) struct ScopeRest {
+    /// The read-ahead's pump, when the request body was split: the
+    /// response drives it from then on.
+    pub(crate) pump: Option<Pump>,
+    /// The call's record, unless the response's encoder kept it.
+    #[cfg(feature = "volo")]
+    pub(crate) record: ServerCall,
 }
 
 /// Where a stream's body is when the call's poll has ended before the
@@ -178,16 +193,39 @@ fn with_own_scope<S: ScopeSlots, R>(
 
 impl<B> RequestScope<B> {
     /// The scope of a call whose request stream is yet to be made (inside
-    /// the call, with [`request_body`]); `method` names it.
+    /// the call, with [`request_body`]); `method` names it. `record` is
+    /// the call's, for its response's encoder to keep if it can.
     #[cfg(feature = "volo")]
-    pub(crate) fn awaiting_stream(method: Method) -> Self {
+    pub(crate) fn awaiting_stream(method: Method, record: ServerCall) -> Self {
         RequestScope {
             method,
             call: 0,
             escrow: None,
             pump: None,
+            record,
         }
     }
+
+    fn rest(self) -> ScopeRest {
+        ScopeRest {
+            pump: self.pump,
+            #[cfg(feature = "volo")]
+            record: self.record,
+        }
+    }
+}
+
+/// The record of the call this thread is polling, for the response body
+/// its handler's answer is encoded into now, to record the call itself;
+/// nothing outside a call, or once taken.
+#[cfg(feature = "volo")]
+pub(crate) fn take_response_record<S: ScopeSlots>() -> ServerCall {
+    S::scope().with(|cell| {
+        cell.borrow_mut()
+            .as_mut()
+            .map(|scope| std::mem::take(&mut scope.record))
+            .unwrap_or_default()
+    })
 }
 
 impl<B: RequestTransport> RequestScope<B> {
@@ -206,6 +244,8 @@ impl<B: RequestTransport> RequestScope<B> {
             call,
             escrow: Some((body, budget)),
             pump: None,
+            #[cfg(feature = "volo")]
+            record: ServerCall::default(),
         };
         (scope, RequestBody::escrowed(call))
     }
@@ -485,7 +525,8 @@ impl<S: ScopeSlots> Drop for RequestBody<S> {
 pin_project_lite::pin_project! {
     /// A call's future, polled with its [`RequestScope`] installed; while it
     /// waits it drives the request's read-ahead (once split). Its output
-    /// comes with the pump, for the response to drive from then on.
+    /// comes with what the scope hands on ([`ScopeRest`]): the pump, for
+    /// the response to drive from then on.
     pub(crate) struct ScopedCall<S: ScopeSlots, F> {
         #[pin]
         inner: F,
@@ -513,7 +554,7 @@ impl<S: ScopeSlots, F> ScopedCall<S, F> {
 }
 
 impl<S: ScopeSlots, F: Future> Future for ScopedCall<S, F> {
-    type Output = (F::Output, Option<Pump>);
+    type Output = (F::Output, ScopeRest);
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let this = self.project();
@@ -538,8 +579,8 @@ impl<S: ScopeSlots, F: Future> Future for ScopedCall<S, F> {
                 Poll::Pending
             }
             Poll::Ready(output) => {
-                let pump = this.scope.take().and_then(|scope| scope.pump);
-                Poll::Ready((output, pump))
+                let rest = this.scope.take().map(RequestScope::rest);
+                Poll::Ready((output, rest.unwrap_or_default()))
             }
         }
     }
@@ -626,11 +667,11 @@ mod tests {
             let call_number = body.call();
             let mut call =
                 std::pin::pin!(ScopedCall::<TestSlots, _>::new(read_through(body), scope));
-            let Poll::Ready((bytes, pump)) = poll(call.as_mut()) else {
+            let Poll::Ready((bytes, rest)) = poll(call.as_mut()) else {
                 panic!("the whole request was there to read");
             };
             assert_eq!(bytes, 100 * usize::from(frames));
-            assert!(pump.is_none(), "read as it came: no read-ahead");
+            assert!(rest.pump.is_none(), "read as it came: no read-ahead");
             assert_eq!(budget.stats().peak, 0, "nothing held ahead of the reader");
             assert!(!handed_over(call_number));
         }

@@ -75,18 +75,19 @@ pin_project! {
         end: Option<Result<(), Status>>,
         // The final status (server) or error (client) was produced.
         finished: bool,
-        // The call's record, when this body tells it what it sends and the
-        // status it ends with (tonic's full framing, a call no deadline
-        // can cut): then no watcher reads them back off the frames.
+        // The call's record, when this response body tells it what it
+        // sends and the status it ends with (a call no deadline can cut,
+        // on tonic's full framing or volo-grpc's generated responses):
+        // then no watcher reads them back off the frames.
         record: CallRecord,
     }
 }
 
-/// What a response body keeps of its call's record: nothing without the
-/// adapter that hands one in.
-#[cfg(feature = "tonic")]
+/// What a response body keeps of its call's record: nothing without an
+/// adapter to hand one in.
+#[cfg(any(feature = "tonic", feature = "volo"))]
 type CallRecord = crate::observe::ServerCall;
-#[cfg(not(feature = "tonic"))]
+#[cfg(not(any(feature = "tonic", feature = "volo")))]
 type CallRecord = ();
 
 impl<S, E: MessageEncoder> EncodeBody<S, E> {
@@ -103,9 +104,11 @@ impl<S, E: MessageEncoder> EncodeBody<S, E> {
     }
 
     /// This response body records its call in `record`: the message bytes
-    /// of each batch as it takes it, and the status of its trailers.
+    /// of each batch as it takes it, and the status it ends with (in its
+    /// trailers, or for a [`BodyMode::Client`] body the end or error that
+    /// the framework turns into them).
     // In place: a body is large, and moved it is copied.
-    #[cfg(feature = "tonic")]
+    #[cfg(any(feature = "tonic", feature = "volo"))]
     pub(crate) fn record_in(&mut self, record: crate::observe::ServerCall) {
         self.record = record;
     }
@@ -169,11 +172,9 @@ where
                 return Poll::Ready(None);
             };
             *this.finished = true;
-            #[cfg(feature = "tonic")]
-            if *this.mode == BodyMode::Server {
-                this.record
-                    .finish(end.as_ref().err().map_or(Code::Ok, Status::code));
-            }
+            #[cfg(any(feature = "tonic", feature = "volo"))]
+            this.record
+                .finish(end.as_ref().err().map_or(Code::Ok, Status::code));
             return Poll::Ready(match (*this.mode, end) {
                 (BodyMode::Client, Ok(())) => None,
                 (BodyMode::Client, Err(error)) => Some(Err(error)),
@@ -200,11 +201,12 @@ where
             }
     }
 }
+
 /// `batch`, its message bytes added to what `record`'s call has sent.
 #[inline]
-#[cfg_attr(not(feature = "tonic"), allow(unused_variables))]
+#[cfg_attr(not(any(feature = "tonic", feature = "volo")), allow(unused_variables))]
 fn record_sent(record: &mut CallRecord, batch: super::EncodedBatch) -> super::EncodedBatch {
-    #[cfg(feature = "tonic")]
+    #[cfg(any(feature = "tonic", feature = "volo"))]
     if record.is_recorded() {
         let prefixes = batch.message_count() * crate::envelope::HEADER_LEN;
         record.add_sent(batch.len().saturating_sub(prefixes) as u64);

@@ -232,12 +232,10 @@ static NAMES: std::sync::OnceLock<Names> = std::sync::OnceLock::new();
 #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
 pub(super) fn intern_numbered(name: &str) -> (Arc<str>, usize) {
     use std::cell::RefCell;
-    use std::sync::OnceLock;
 
     thread_local! {
         static LAST: RefCell<Option<(Arc<str>, usize)>> = const { RefCell::new(None) };
     }
-    static OTHER: OnceLock<Arc<str>> = OnceLock::new();
 
     let last = LAST.with(|last| {
         last.borrow()
@@ -254,8 +252,7 @@ pub(super) fn intern_numbered(name: &str) -> (Arc<str>, usize) {
         match names.get(name) {
             Some(kept) => kept.clone(),
             None if names.len() >= MAX_METHODS => {
-                let other = OTHER.get_or_init(|| Arc::from("other"));
-                return (other.clone(), OTHER_NUMBER);
+                return (other_name(), OTHER_NUMBER);
             }
             None => {
                 let kept = (Arc::<str>::from(name), names.len());
@@ -268,6 +265,13 @@ pub(super) fn intern_numbered(name: &str) -> (Arc<str>, usize) {
     kept
 }
 
+/// The one shared `other`, the name of every method past [`MAX_METHODS`].
+#[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
+fn other_name() -> Arc<str> {
+    static OTHER: std::sync::OnceLock<Arc<str>> = std::sync::OnceLock::new();
+    OTHER.get_or_init(|| Arc::from("other")).clone()
+}
+
 /// Calls `each` with every name interned so far and its number.
 #[cfg(feature = "opentelemetry")]
 pub(super) fn each_interned(mut each: impl FnMut(&Arc<str>, usize)) {
@@ -277,6 +281,21 @@ pub(super) fn each_interned(mut each: impl FnMut(&Arc<str>, usize)) {
     for (name, number) in names.lock().unwrap_or_else(|e| e.into_inner()).values() {
         each(name, *number);
     }
+}
+
+/// The name [`intern_numbered`] gave `number`, if it gave one.
+#[cfg(feature = "opentelemetry-bound")]
+pub(super) fn numbered_name(number: usize) -> Option<Arc<str>> {
+    if number == OTHER_NUMBER {
+        return Some(other_name());
+    }
+    let mut found = None;
+    each_interned(|name, kept| {
+        if kept == number {
+            found = Some(name.clone());
+        }
+    });
+    found
 }
 
 /// A message (or the request carrying it) refused by the crate, with the

@@ -314,22 +314,22 @@ impl Instruments {
         self.generation == INSTALLS.load(Ordering::Relaxed)
     }
 
-    /// The server histograms bound to `method` (numbered `number`) and
+    /// The server histograms bound to the method numbered `number` and
     /// `code`, bound on first use.
     #[cfg(feature = "opentelemetry-bound")]
-    pub(crate) fn server_bound(
-        &self,
-        number: usize,
-        method: &Arc<str>,
-        code: Code,
-    ) -> Option<&ServerBound> {
+    pub(crate) fn server_bound(&self, number: usize, code: Code) -> Option<&ServerBound> {
         let row = self
             .server_bound
             .get(number)?
             .get_or_init(|| Box::new(std::array::from_fn(|_| std::sync::OnceLock::new())));
-        let bound = row.get(code as usize)?.get_or_init(|| {
+        let slot = row.get(code as usize)?;
+        if let Some(bound) = slot.get() {
+            return Some(bound);
+        }
+        let method = super::codec::numbered_name(number)?;
+        Some(slot.get_or_init(|| {
             let attributes = [
-                KeyValue::new(names::METHOD, Value::from(method.clone())),
+                KeyValue::new(names::METHOD, Value::from(method)),
                 KeyValue::new(names::STATUS, code.as_str()),
             ];
             ServerBound {
@@ -337,8 +337,7 @@ impl Instruments {
                 sent: self.server_sent.bind(&attributes),
                 rcvd: self.server_rcvd.bind(&attributes),
             }
-        });
-        Some(bound)
+        }))
     }
 
     /// The `grpc.target` value of a client's request URI.
@@ -396,6 +395,14 @@ pub fn install(meter: &Meter) {
         .with_unit("By")
         .with_description("Request bytes servers hold read ahead of their handlers")
         .with_callback(|observer| {
+            // The SDK runs every callback before it reads any instrument:
+            // calls kept in threads' batches are recorded in time for
+            // this collection.
+            #[cfg(all(
+                feature = "opentelemetry-bound",
+                any(feature = "tonic", feature = "volo")
+            ))]
+            super::batched::flush_all();
             let held = READ_AHEAD_HELD.load(Ordering::Relaxed).max(0);
             observer.observe(held.unsigned_abs(), &[]);
         })

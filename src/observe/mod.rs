@@ -11,6 +11,11 @@
 //! `BinaryMetadataLayer`; the repository's `docs/observability.md` lists the
 //! instruments, their attributes and which adapter records which.
 
+#[cfg(all(
+    feature = "opentelemetry-bound",
+    any(feature = "tonic", feature = "volo")
+))]
+mod batched;
 #[cfg(feature = "opentelemetry")]
 mod budget;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
@@ -84,7 +89,6 @@ mod off {
         }
 
         /// Nothing to record.
-        #[cfg(feature = "tonic")]
         #[inline(always)]
         pub(crate) fn add_sent(&mut self, _bytes: u64) {}
 

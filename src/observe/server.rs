@@ -108,13 +108,27 @@ impl Live {
             let method = KeyValue::new(names::METHOD, Value::from(self.method.clone()));
             instruments.server_deadline_ended.add(1, &[method]);
         }
-        #[cfg(feature = "opentelemetry-bound")]
-        if let Some(bound) = instruments.server_bound(self.number, &self.method, code) {
-            bound.duration.record(elapsed.as_secs_f64());
-            bound.sent.record(sent);
-            bound.rcvd.record(received);
-            return;
-        }
+        self.record(code, elapsed, sent, received);
+    }
+
+    /// Records the call on its histograms bound to its method and `code`,
+    /// with the thread's next batch.
+    #[cfg(feature = "opentelemetry-bound")]
+    fn record(&self, code: Code, elapsed: Duration, sent: u64, received: u64) {
+        let call = super::batched::Finished {
+            number: self.number,
+            code,
+            seconds: elapsed.as_secs_f64(),
+            sent,
+            received,
+        };
+        super::batched::record(&self.instruments, call);
+    }
+
+    /// Records the call on its histograms, by method and `code`.
+    #[cfg(not(feature = "opentelemetry-bound"))]
+    fn record(&self, code: Code, elapsed: Duration, sent: u64, received: u64) {
+        let instruments = &self.instruments;
         let attributes = [
             KeyValue::new(names::METHOD, Value::from(self.method.clone())),
             KeyValue::new(names::STATUS, code.as_str()),
@@ -164,7 +178,6 @@ impl ServerCall {
     }
 
     /// Adds `bytes` of response messages sent, as on the wire.
-    #[cfg(feature = "tonic")]
     #[inline]
     pub(crate) fn add_sent(&mut self, bytes: u64) {
         if let Some(live) = &self.0 {

@@ -715,3 +715,53 @@ async fn a_wait_for_the_receive_budget_is_timed_with_how_it_ended() {
         "waited at least 100 ms: {waits:?}"
     );
 }
+
+/// A server thread keeps the calls it finishes and records them in
+/// batches: more calls than one batch holds, on a server thread that ends
+/// before the meter collects, are all recorded.
+#[tokio::test]
+async fn every_call_a_server_thread_finished_is_recorded_after_the_thread_ends() {
+    const CALLS: u64 = 40;
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let (listener, addr) = tonic_echo::bind(SocketAddr::from(([127, 0, 0, 1], 0)))
+        .await
+        .unwrap();
+    let listener = listener.into_std().unwrap();
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let server_thread = std::thread::spawn(move || {
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).unwrap();
+            let options = ServeOptions {
+                framing: Framing::Full,
+                ..ServeOptions::default()
+            };
+            tokio::select! {
+                served = tonic_echo::serve_with(listener, options) => served.unwrap(),
+                _ = stopped => {}
+            }
+        });
+    });
+
+    let client = raw::connect(addr).await;
+    let request = EchoRequest::default().encode_to_vec();
+    for _ in 0..CALLS {
+        let reply = raw::call(&client, UNARY, &[], envelope(0, &request)).await;
+        assert_eq!(reply.code(), tonic::Code::Ok, "{reply:?}");
+    }
+    drop(client);
+    stop.send(()).unwrap();
+    server_thread.join().unwrap();
+
+    // Every call, whichever status the thread's end left it: a call still
+    // sending its trailers when the server stopped is recorded cancelled.
+    let unary = [(names::METHOD, method(UNARY))];
+    let duration = recorder.read(names::SERVER_CALL_DURATION);
+    assert_eq!(duration.count(&unary), CALLS, "{duration:?}");
+    let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.count(&unary), CALLS, "{sent:?}");
+}

@@ -407,3 +407,40 @@ async fn a_trailers_only_answer_with_bad_status_details_is_a_shielded_client_pan
     let shielded = recorder.read(codec_names::PANICS_SHIELDED);
     assert_eq!(shielded.sum(&trigger), 1.0, "{shielded:?}");
 }
+
+/// A response stream that ends with an error: the status in its trailers
+/// and the messages sent before it are what is recorded.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_response_stream_ending_with_an_error_is_recorded_with_its_status() {
+    const BIDI: &str = "streamcodec.echo.v1.Echo/Bidi";
+    let recorder = recorder();
+    let _turn = recorder.start().await;
+    let server = start(Flavour::Adapter, EchoService::default()).await;
+
+    let mut body = Vec::new();
+    for seq in 0..4u32 {
+        let request = EchoRequest {
+            payload: volo_echo::request_payload(seq, 300),
+            ..Default::default()
+        };
+        let encoded = request.encode_to_vec(&mut EncodeLengthContext::default());
+        body.extend_from_slice(&envelope(false, &encoded));
+    }
+    let response = raw_call(
+        server.addr,
+        "Bidi",
+        &[(volo_echo::FAIL_AFTER, "2")],
+        Bytes::from(body),
+    )
+    .await;
+    assert_eq!(response.grpc_status(), Some(10), "ABORTED: {response:?}");
+    let echoed = envelopes(&response.body());
+    assert_eq!(echoed.len(), 2, "two echoes before the failure");
+    let sent_bytes: usize = echoed.iter().map(|&(_, len)| len).sum();
+
+    let aborted = [(names::METHOD, BIDI), (names::STATUS, "ABORTED")];
+    let duration = durations(recorder, 1).await;
+    assert_eq!(duration.count(&aborted), 1, "{duration:?}");
+    let sent = recorder.read(names::SERVER_CALL_SENT_TOTAL_COMPRESSED_MESSAGE_SIZE);
+    assert_eq!(sent.sum(&aborted), sent_bytes as f64, "{sent:?}");
+}
