@@ -21,6 +21,10 @@ use crate::encode::default_batch_threshold;
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
 use crate::status::Status;
 
+/// A body as volo-grpc's generated `into_body` returns it: data frames,
+/// then volo-grpc adds the trailers.
+type VoloFrames = volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>;
+
 /// Encodes pilota protobuf messages, keeping the fields pilota inserts by
 /// reference (`Bytes` and `FastStr` of 4 KiB and more) as their own nodes.
 #[doc(hidden)]
@@ -72,7 +76,7 @@ impl<T: Message> MessageEncoder for PilotaEncoder<T> {
 pub fn encode<T, S>(
     source: S,
     compression_encoding: Option<VoloEncoding>,
-) -> volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>
+) -> VoloFrames
 where
     S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
     T: Message + 'static,
@@ -89,7 +93,7 @@ where
 pub fn encode_response<T, S>(
     source: S,
     compression_encoding: Option<VoloEncoding>,
-) -> volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>
+) -> VoloFrames
 where
     S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
     T: Message + 'static,
@@ -124,7 +128,7 @@ fn default_config(compression_encoding: Option<VoloEncoding>) -> EncodeConfig {
 pub fn encode_with_config<T, S>(
     source: S,
     config: EncodeConfig,
-) -> volo_grpc::BoxStream<'static, Result<Frame<Bytes>, volo_grpc::Status>>
+) -> VoloFrames
 where
     S: Stream<Item = Result<T, volo_grpc::Status>> + Send + 'static,
     T: Message + 'static,
