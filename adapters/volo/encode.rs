@@ -12,11 +12,9 @@ use pilota::pb::{EncodeLengthContext, Message};
 use pin_project_lite::pin_project;
 use volo_grpc::codec::compression::CompressionEncoding as VoloEncoding;
 
-use super::call_guard::VoloSlots;
 use super::client_compression::scoped_send;
 use super::compression::compression_from_volo;
 use super::limits::limits_for_new_stream;
-use crate::call::take_response_record;
 use crate::encode::default_batch_threshold;
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, MessageEncoder};
 use crate::status::Status;
@@ -99,12 +97,17 @@ where
     T: Message + 'static,
 {
     let config = default_config(compression_encoding);
+    #[cfg_attr(not(feature = "opentelemetry"), expect(unused_mut))]
     let mut body = EncodeBody::client(EncodeStream::new(
         StatusSource { inner: source },
         PilotaEncoder::new(),
         config,
     ));
-    body.record_in(take_response_record::<VoloSlots>());
+    // Without a meter no call has a record to take.
+    #[cfg(feature = "opentelemetry")]
+    if crate::observe::installed() {
+        body.record_in(crate::call::take_response_record::<super::call_guard::VoloSlots>());
+    }
     Box::pin(Frames { body })
 }
 

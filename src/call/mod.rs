@@ -31,8 +31,10 @@ pub(crate) use message_bytes::MessageBytes;
 pub(crate) use read_ahead::BoxError;
 #[cfg(feature = "tonic")]
 pub(crate) use read_ahead::Pump;
+#[cfg(all(feature = "volo", feature = "opentelemetry"))]
+pub(crate) use request_scope::take_response_record;
 #[cfg(feature = "volo")]
-pub(crate) use request_scope::{Installed, request_body, take_response_record};
+pub(crate) use request_scope::{Installed, request_body};
 pub(crate) use request_scope::{
     Rendezvous, RequestScope, ScopeSlots, ScopedCall, Slot, rearm_request, request_scope_slots,
 };

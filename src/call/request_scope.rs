@@ -218,7 +218,7 @@ impl<B> RequestScope<B> {
 /// The record of the call this thread is polling, for the response body
 /// its handler's answer is encoded into now, to record the call itself;
 /// nothing outside a call, or once taken.
-#[cfg(feature = "volo")]
+#[cfg(all(feature = "volo", feature = "opentelemetry"))]
 pub(crate) fn take_response_record<S: ScopeSlots>() -> ServerCall {
     S::scope().with(|cell| {
         cell.borrow_mut()

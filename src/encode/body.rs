@@ -108,7 +108,7 @@ impl<S, E: MessageEncoder> EncodeBody<S, E> {
     /// trailers, or for a [`BodyMode::Client`] body the end or error that
     /// the framework turns into them).
     // In place: a body is large, and moved it is copied.
-    #[cfg(any(feature = "tonic", feature = "volo"))]
+    #[cfg(any(feature = "tonic", all(feature = "volo", feature = "opentelemetry")))]
     pub(crate) fn record_in(&mut self, record: crate::observe::ServerCall) {
         self.record = record;
     }
