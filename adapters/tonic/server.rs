@@ -34,14 +34,14 @@ use super::metadata::merge_metadata;
 use super::recv::Streaming;
 use super::send::StatusErrors;
 use crate::call::{
-    MISSING_REQUEST_MESSAGE, Pump, RequestScope, ScopedCall,
-    ServerResponse, Timer, read_request_head, refused, request_scope_slots, timeout_from_headers,
-    timer_for,
+    MISSING_REQUEST_MESSAGE, Pump, RequestHead, RequestScope, ScopedCall, ServerResponse, Timer,
+    read_request_head, refused, request_scope_slots, timer_for,
 };
 use crate::compression::{Compression, CompressionEncoding, EncodingSet};
 use crate::encode::{EncodeBody, EncodeConfig, EncodeStream, default_batch_threshold};
 use crate::envelope::Limits;
 use crate::observe::{self, ServerCall};
+use crate::status::Status;
 
 /// A client-streaming method, as generated code implements it: in place of
 /// `tonic::server::ClientStreamingService`, with this crate's
@@ -196,8 +196,8 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (call, _, send) = self.open(&req, false);
-        let request = match self.single_request(req, &call).await {
+        let Opened { call, send, head, .. } = self.open(&req, false);
+        let request = match self.single_request(req, &call, head).await {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -218,8 +218,8 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (call, timer, send) = self.open(&req, true);
-        let request = match self.single_request(req, &call).await {
+        let Opened { call, timer, send, head } = self.open(&req, true);
+        let request = match self.single_request(req, &call, head).await {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -238,8 +238,8 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send + 'static,
     {
-        let (call, _, send) = self.open(&req, false);
-        let (request, scope) = match self.scoped_request(req, &call) {
+        let Opened { call, send, head, .. } = self.open(&req, false);
+        let (request, scope) = match self.scoped_request(req, &call, head) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -262,8 +262,8 @@ impl<C: FramingCodec> Grpc<C> {
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (call, timer, send) = self.open(&req, true);
-        let (request, scope) = match self.scoped_request(req, &call) {
+        let Opened { call, timer, send, head } = self.open(&req, true);
+        let (request, scope) = match self.scoped_request(req, &call, head) {
             Ok(request) => request,
             Err(status) => return trailers_only(status, call),
         };
@@ -271,24 +271,21 @@ impl<C: FramingCodec> Grpc<C> {
         self.respond(response, send, timer, rest.pump, call)
     }
 
-    /// What every kind of call starts with: its record, the timer of its
-    /// deadline when its answer is a stream the deadline may cut short
-    /// (`streamed`), and the compression to answer with.
-    fn open<B>(
-        &self,
-        req: &http::Request<B>,
-        streamed: bool,
-    ) -> (ServerCall, Option<Timer>, Option<CompressionEncoding>) {
+    /// What every kind of call starts with (see [`Opened`]); `streamed`:
+    /// its answer is a stream a deadline may cut short.
+    fn open<B>(&self, req: &http::Request<B>, streamed: bool) -> Opened {
         let send = self.send.negotiate(req.headers());
-        if !streamed {
-            // One message answers at once; the deadline is read only for
-            // a recorded call.
-            return (observe::server_call(req, timeout_from_headers), None, send);
-        }
-        let timeout = timeout_from_headers(req.headers());
+        let head = read_request_head(req.headers(), self.accept);
+        let timeout = head.as_ref().ok().and_then(|head| head.timeout);
         // The deadline runs from the request's arrival.
-        let timer = timeout.map(timer_for);
-        (observe::server_call(req, |_| timeout), timer, send)
+        let timer = timeout.filter(|_| streamed).map(timer_for);
+        let call = observe::server_call(req, |_| timeout);
+        Opened {
+            call,
+            timer,
+            send,
+            head,
+        }
     }
 
     /// The request of a unary or server-streaming call: exactly one message.
@@ -296,12 +293,14 @@ impl<C: FramingCodec> Grpc<C> {
         &self,
         req: http::Request<B>,
         call: &ServerCall,
+        head: Result<RequestHead, Status>,
     ) -> Result<tonic::Request<C::Decode>, tonic::Status>
     where
         B: HttpBody + Send + 'static,
         B::Error: Into<StdError> + Send,
     {
-        let (metadata, extensions, mut messages) = self.streaming_request(req, call)?.into_parts();
+        let (metadata, extensions, mut messages) =
+            self.streaming_request(req, call, head)?.into_parts();
         let message = messages
             .message()
             .await?
@@ -317,6 +316,7 @@ impl<C: FramingCodec> Grpc<C> {
         &self,
         req: http::Request<B>,
         call: &ServerCall,
+        head: Result<RequestHead, Status>,
     ) -> Result<tonic::Request<Streaming<C::Decode>>, tonic::Status>
     where
         B: HttpBody + Send + 'static,
@@ -324,7 +324,7 @@ impl<C: FramingCodec> Grpc<C> {
     {
         // tonic hands binary metadata to handlers as sent and ignores a
         // malformed deadline; both are refused here, as on volo.
-        let encoding = read_request_head(req.headers(), self.accept)
+        let encoding = head
             .map_err(|status| refused(req.uri().path(), status))?
             .encoding;
         let (parts, body) = req.into_parts();
@@ -343,6 +343,7 @@ impl<C: FramingCodec> Grpc<C> {
         &self,
         req: http::Request<B>,
         call: &ServerCall,
+        head: Result<RequestHead, Status>,
     ) -> Result<(StreamingRequest<C::Decode>, RequestScope<TransportBody>), tonic::Status>
     where
         B: HttpBody + Send + 'static,
@@ -353,7 +354,8 @@ impl<C: FramingCodec> Grpc<C> {
         let body: TransportBody = Box::pin(bytes_body(body));
         let (scope, body) = RequestScope::holding::<TonicSlots>(body, budget);
         let request_call = body.call();
-        let mut request = self.streaming_request(http::Request::from_parts(parts, body), call)?;
+        let mut request =
+            self.streaming_request(http::Request::from_parts(parts, body), call, head)?;
         request.get_mut().set_request_call(request_call);
         Ok((request, scope))
     }
@@ -423,6 +425,21 @@ request_scope_slots!(
 );
 
 /// A single response message as a stream.
+/// What every kind of call starts with, from the request's headers read
+/// once.
+struct Opened {
+    /// The call's record.
+    call: ServerCall,
+    /// The timer of its deadline, when its answer is a stream the deadline
+    /// may cut short.
+    timer: Option<Timer>,
+    /// The compression to answer with.
+    send: Option<CompressionEncoding>,
+    /// The headers as the call layer reads them, or the refusal they call
+    /// for (answered once the call's record has started).
+    head: Result<RequestHead, Status>,
+}
+
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {
     tonic::codegen::tokio_stream::once(Ok(message))
 }

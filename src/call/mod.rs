@@ -22,7 +22,7 @@ pub(crate) use client::{AtDeadline, ClientCall, request_headers};
 #[cfg(feature = "volo")]
 pub(crate) use deadline::ClientDeadline;
 pub(crate) use deadline::Timer;
-#[cfg(any(feature = "tonic", feature = "opentelemetry"))]
+#[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 pub(crate) use deadline::timeout_from_headers;
 pub(crate) use deadline::{ServerResponse, timer_for};
 #[cfg(feature = "opentelemetry")]
@@ -38,6 +38,8 @@ pub(crate) use request_scope::{Installed, request_body};
 pub(crate) use request_scope::{
     Rendezvous, RequestScope, ScopeSlots, ScopedCall, Slot, rearm_request, request_scope_slots,
 };
+#[cfg(feature = "tonic")]
+pub(crate) use server::RequestHead;
 pub(crate) use server::{read_request_head, refused};
 
 /// What a server answers (`INTERNAL`) to a unary or server-streaming request
