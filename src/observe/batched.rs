@@ -6,10 +6,9 @@
 //! that are cold again by the next call on a busy server, where they cost
 //! more cache misses than the call's own record. A thread's batch puts
 //! them back to back, so they are loaded once per batch. Nothing is lost
-//! or late: the meter's collection runs [`flush_all`] (in a callback of an
-//! instrument on the same meter; the SDK runs callbacks before it reads
-//! any histogram),
-//! and a thread's batch is flushed when the thread ends.
+//! or late: every collection runs [`flush_all`] first (from a callback of
+//! an instrument on the same meter, which the SDK runs before it reads
+//! any histogram), and a thread's batch is flushed when the thread ends.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
@@ -23,6 +22,7 @@ const BATCH: usize = 32;
 pub(super) struct Finished {
     /// The method name's number (`codec::intern_numbered`).
     pub(super) number: usize,
+    /// The status it ended with.
     pub(super) code: Code,
     /// From the request headers to the status.
     pub(super) seconds: f64,
