@@ -424,7 +424,6 @@ request_scope_slots!(
     TransportBody
 );
 
-/// A single response message as a stream.
 /// What every kind of call starts with, from the request's headers read
 /// once.
 struct Opened {
@@ -440,6 +439,7 @@ struct Opened {
     head: Result<RequestHead, Status>,
 }
 
+/// A single response message as a stream.
 fn single<M>(message: M) -> tonic::codegen::tokio_stream::Once<Result<M, tonic::Status>> {
     tonic::codegen::tokio_stream::once(Ok(message))
 }
