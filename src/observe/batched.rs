@@ -11,6 +11,7 @@
 //! any histogram), and a thread's batch is flushed when the thread ends.
 
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::time::Instant;
 
 use super::instruments::Instruments;
 use crate::status::Code;
@@ -24,8 +25,12 @@ pub(super) struct Finished {
     pub(super) number: usize,
     /// The status it ended with.
     pub(super) code: Code,
-    /// From the request headers to the status.
-    pub(super) seconds: f64,
+    /// When its request headers were read.
+    pub(super) started: Instant,
+    /// When its status was.
+    // The two clock readings, not their difference: the subtraction and
+    // the conversion to seconds wait for the batch, where they are warm.
+    pub(super) ended: Instant,
     /// Response message bytes, as on the wire.
     pub(super) sent: u64,
     /// Request message bytes, as on the wire.
@@ -39,17 +44,31 @@ struct Batch {
 }
 
 impl Batch {
+    #[inline(never)]
     fn flush(&mut self) {
         let Some(instruments) = &self.instruments else {
             return;
         };
         for call in self.finished.drain(..) {
             if let Some(bound) = instruments.server_bound(call.number, call.code) {
-                bound.duration.record(call.seconds);
+                bound.duration.record(
+                    call.ended
+                        .saturating_duration_since(call.started)
+                        .as_secs_f64(),
+                );
                 bound.sent.record(call.sent);
                 bound.rcvd.record(call.received);
             }
         }
+    }
+
+    /// Moves the batch on to `instruments`, recording the calls it kept for
+    /// instruments an earlier install made on those first.
+    #[cold]
+    #[inline(never)]
+    fn rebind(&mut self, instruments: &Arc<Instruments>) {
+        self.flush();
+        self.instruments = Some(instruments.clone());
     }
 }
 
@@ -92,6 +111,8 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// Keeps `call`, which ended with `instruments` installed, to be recorded
 /// with this thread's next batch; recorded at once while the thread is
 /// being torn down.
+// The common case, a call pushed on a batch for the same instruments, is
+// kept to a few straight lines: every other path is out of line.
 pub(super) fn record(instruments: &Arc<Instruments>, call: Finished) {
     let mut call = Some(call);
     let _ = THREAD_BATCH.try_with(|batch| {
@@ -101,10 +122,7 @@ pub(super) fn record(instruments: &Arc<Instruments>, call: Finished) {
             .as_ref()
             .is_some_and(|held| Arc::ptr_eq(held, instruments));
         if !same {
-            // Calls recorded for instruments an earlier install made go
-            // to those before the batch moves on.
-            batch.flush();
-            batch.instruments = Some(instruments.clone());
+            batch.rebind(instruments);
         }
         batch.finished.extend(call.take());
         if batch.finished.len() >= BATCH {
@@ -112,12 +130,19 @@ pub(super) fn record(instruments: &Arc<Instruments>, call: Finished) {
         }
     });
     if let Some(call) = call {
-        Batch {
-            instruments: Some(instruments.clone()),
-            finished: vec![call],
-        }
-        .flush();
+        record_alone(instruments, call);
     }
+}
+
+/// Records `call` on its own, from a thread whose batch is gone.
+#[cold]
+#[inline(never)]
+fn record_alone(instruments: &Arc<Instruments>, call: Finished) {
+    Batch {
+        instruments: Some(instruments.clone()),
+        finished: vec![call],
+    }
+    .flush();
 }
 
 /// Records every thread's kept calls now.
