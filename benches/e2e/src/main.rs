@@ -33,6 +33,15 @@
 //! stream round by round: what the machine does to both cancels, where
 //! arms run one after another differ by as much as what they measure.
 //!
+//! `--layouts N` (with `--paired`) first relinks every example server N
+//! times, each with its functions in an order the linker shuffles by a seed
+//! (lld's `--shuffle-sections`), and runs each pair's rounds two by two on
+//! one layout after another, both servers of a pair on the same seed. Two
+//! builds of different code are laid out differently, and where hot h2,
+//! hyper and tokio functions fall in the instruction cache moves a server's
+//! cost by a few percent on its own (docs/observability.md); spread over
+//! layouts, the ratio is the code's cost, not its build's luck.
+//!
 //! Each run writes its JSON (`target/e2e-bench.json`, or
 //! `target/e2e-matrix.json` with `--matrix`) and an SVG chart of the same
 //! numbers next to it (`target/e2e-bench.svg`, `target/e2e-matrix.svg`).
@@ -84,6 +93,9 @@ pub struct Settings {
     memory_streams: usize,
     /// `--paired`: each arm at the same time as its baseline.
     paired: bool,
+    /// `--layouts N`: with `--paired`, the servers relinked in N code
+    /// layouts, and each pair's rounds spread over them.
+    layouts: Option<u32>,
     arms: Vec<Arm>,
     json: PathBuf,
     build: bool,
@@ -100,7 +112,7 @@ pub struct Settings {
 fn usage() -> ! {
     eprintln!(
         "usage: e2e-bench [--full] [--rounds N] [--window SECS] [--warmup SECS]\n\
-         \x20                [--arms a,b,..] [--observe] [--paired] [--memory-streams N] [--json PATH] [--no-build]\n\
+         \x20                [--arms a,b,..] [--observe] [--paired [--layouts N]] [--memory-streams N] [--json PATH] [--no-build]\n\
          \x20      e2e-bench [--matrix] [--saturate] [--matrix-arms a,b,..] [--cell-window SECS]\n\
          \x20                [--cell-warmup SECS] [--matrix-rounds N] [--matrix-streams N]\n\
          \x20                [--saturate-streams N] [--server-quota SHARE|none] [--pace-micros N]\n\
@@ -236,6 +248,7 @@ fn parse_settings() -> Settings {
         concurrency: vec![32, 128],
         memory_streams: 1000,
         paired: false,
+        layouts: None,
         arms: Arm::ALL.to_vec(),
         json: root.join("target/e2e-bench.json"),
         build: true,
@@ -303,6 +316,10 @@ fn parse_settings() -> Settings {
                 settings.arm_keys = Some(Arm::OBSERVE.iter().map(|a| a.key().to_owned()).collect());
             }
             "--paired" => settings.paired = true,
+            "--layouts" => {
+                let count: u32 = value().parse().unwrap_or_else(|_| usage());
+                settings.layouts = Some(count.max(1));
+            }
             "--chart-from" => settings.chart_from = Some(PathBuf::from(value())),
             "--json" => settings.json = PathBuf::from(value()),
             "--no-build" => settings.build = false,
@@ -457,8 +474,15 @@ fn main() -> std::process::ExitCode {
     if let Some(path) = &settings.chart_from {
         return chart_from(path, settings.arm_keys.as_deref());
     }
+    if settings.layouts.is_some() && !settings.paired {
+        usage();
+    }
     if settings.build {
-        server::build_servers(settings.arms.iter().any(|arm| arm.feature_off()));
+        let feature_off = settings.arms.iter().any(|arm| arm.feature_off());
+        if let Some(count) = settings.layouts {
+            server::build_layouts(count, feature_off);
+        }
+        server::build_servers(feature_off);
     }
     // The client gets CPU 1, the servers CPU 0; threads inherit the mask.
     measure::pin_current_process(1);

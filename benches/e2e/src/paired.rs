@@ -47,21 +47,24 @@ pub async fn run(settings: &Settings) {
                 index
             };
             let pair = &mut pairs[index];
+            // Two rounds per layout, so each layout runs in both orders.
+            let layout = settings.layouts.map(|count| (round / 2) as u32 % count + 1);
             eprintln!(
-                "round {}/{}: {} with {}",
+                "round {}/{}{}: {} with {}",
                 round + 1,
                 settings.rounds,
+                layout.map_or(String::new(), |seed| format!(" (layout {seed})")),
                 pair.arm.label(),
                 pair.baseline.label()
             );
             // Which starts first alternates too: neither always gets the
             // lower port or the warmer allocator.
             let (arm, baseline) = if round % 2 == 0 {
-                let arm = Server::start(pair.arm);
-                (arm, Server::start(pair.baseline))
+                let arm = Server::start_laid_out(pair.arm, layout);
+                (arm, Server::start_laid_out(pair.baseline, layout))
             } else {
-                let baseline = Server::start(pair.baseline);
-                (Server::start(pair.arm), baseline)
+                let baseline = Server::start_laid_out(pair.baseline, layout);
+                (Server::start_laid_out(pair.arm, layout), baseline)
             };
             let arm_channels = connect(&arm.addr, CONNECTIONS).await;
             let baseline_channels = connect(&baseline.addr, CONNECTIONS).await;
@@ -87,6 +90,12 @@ pub async fn run(settings: &Settings) {
         }
     }
     print_pairs(&pairs);
+    if let Some(count) = settings.layouts {
+        println!(
+            "code layouts: {count} (lld --shuffle-sections seeds 1..={count}, \
+             two rounds each, both servers of a pair on one seed)"
+        );
+    }
 }
 
 /// Per pair and workload: both medians and the round-by-round ratio

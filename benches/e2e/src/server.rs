@@ -49,6 +49,74 @@ pub fn build_servers(feature_off: bool) {
     }
 }
 
+/// The example servers `--layouts` relinks: (package, binary, whether
+/// without default features, the name of its copy).
+const LAID_OUT: [(&str, &str, bool, &str); 5] = [
+    (
+        "tonic-echo",
+        "tonic-echo-server",
+        false,
+        "tonic-echo-server",
+    ),
+    ("volo-echo", "volo-echo-server", false, "volo-echo-server"),
+    ("e2e-bench", "bare-echo-server", false, "bare-echo-server"),
+    (
+        "tonic-echo",
+        "tonic-echo-server",
+        true,
+        crate::arms::TONIC_OFF,
+    ),
+    ("volo-echo", "volo-echo-server", true, crate::arms::VOLO_OFF),
+];
+
+/// The copy of `binary` linked in layout `seed`.
+pub fn laid_out(binary: &str, seed: u32) -> String {
+    format!("{binary}-layout-{seed}")
+}
+
+/// Relinks every example server (and, with `feature_off`, its build
+/// without the metrics feature) once per layout seed `1..=count`, each time
+/// with its sections in the order lld shuffles them into by that seed, and
+/// copies each to [`laid_out`]'s name. Only the binary's own crate is
+/// rebuilt: the flag goes to its `rustc` alone. Run before
+/// [`build_servers`], which puts the usual binaries back.
+pub fn build_layouts(count: u32, feature_off: bool) {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    for seed in 1..=count {
+        eprintln!("relinking the example servers in layout {seed} of {count}...");
+        for (package, binary, without_defaults, copy) in LAID_OUT {
+            if without_defaults && !feature_off {
+                continue;
+            }
+            let mut command = Command::new(&cargo);
+            command.current_dir(workspace_root()).args([
+                "rustc",
+                "--release",
+                "-p",
+                package,
+                "--bin",
+                binary,
+            ]);
+            if without_defaults {
+                command.arg("--no-default-features");
+            }
+            let shuffle = format!("link-arg=-Wl,--shuffle-sections=*={seed}");
+            let status = command
+                .args(["--", "-C", &shuffle])
+                .status()
+                .expect("run cargo rustc");
+            assert!(
+                status.success(),
+                "relinking {binary} in layout {seed} failed (lld, the default linker of \
+                 x86_64 Linux since Rust 1.90, is needed)"
+            );
+            let dir = crate::bin_dir();
+            std::fs::copy(dir.join(binary), dir.join(laid_out(copy, seed)))
+                .unwrap_or_else(|err| panic!("copy {binary} to layout {seed}: {err}"));
+        }
+    }
+}
+
 /// A running server process.
 pub struct Server {
     child: Child,
@@ -64,6 +132,16 @@ impl Server {
     pub fn start(arm: Arm) -> Server {
         let (binary, flags) = arm.command();
         Server::spawn(binary, flags)
+    }
+
+    /// [`Server::start`], with the arm's binary as linked in layout `seed`
+    /// by [`build_layouts`] when there is one.
+    pub fn start_laid_out(arm: Arm, seed: Option<u32>) -> Server {
+        let (binary, flags) = arm.command();
+        match seed {
+            Some(seed) => Server::spawn(&laid_out(binary, seed), flags),
+            None => Server::spawn(binary, flags),
+        }
     }
 
     /// Starts `binary` (a binary of this workspace) with `flags`, as
