@@ -25,6 +25,11 @@ pub enum Arm {
     TonicFullOff,
     /// [`Arm::TonicFull`] recording its metrics on a Prometheus exporter.
     TonicFullMetrics,
+    /// [`Arm::VoloMetrics`] against the same binary with nothing installed
+    /// ([`Arm::Volo`]): the recording alone, in one code layout.
+    VoloRecording,
+    /// [`Arm::TonicFullMetrics`] against [`Arm::TonicFull`].
+    TonicFullRecording,
 }
 
 impl Arm {
@@ -63,14 +68,21 @@ impl Arm {
             Arm::VoloMetrics => "volo-metrics",
             Arm::TonicFullOff => "tonic-full-off",
             Arm::TonicFullMetrics => "tonic-full-metrics",
+            Arm::VoloRecording => "volo-recording",
+            Arm::TonicFullRecording => "tonic-full-recording",
         }
     }
+
+    /// The recording alone, each against its own binary with nothing
+    /// installed (by `--arms` only).
+    pub const RECORDING: [Arm; 2] = [Arm::VoloRecording, Arm::TonicFullRecording];
 
     /// Parses [`Arm::key`].
     pub fn from_key(key: &str) -> Option<Arm> {
         Arm::ALL
             .into_iter()
             .chain(Arm::OBSERVE)
+            .chain(Arm::RECORDING)
             .find(|arm| arm.key() == key)
     }
 
@@ -87,6 +99,8 @@ impl Arm {
             Arm::VoloMetrics => "volo-grpc + grpc-stream-codec, metrics on an exporter",
             Arm::TonicFullOff => "tonic full framing, metrics feature off",
             Arm::TonicFullMetrics => "tonic full framing, metrics on an exporter",
+            Arm::VoloRecording => "volo-grpc + grpc-stream-codec, recording",
+            Arm::TonicFullRecording => "tonic full framing, recording",
         }
     }
 
@@ -100,9 +114,11 @@ impl Arm {
             Arm::TonicFull => ("tonic-echo-server", &["--framing", "full"]),
             Arm::BareHyper => ("bare-echo-server", &[]),
             Arm::VoloOff => (VOLO_OFF, &[]),
-            Arm::VoloMetrics => ("volo-echo-server", &["--metrics-listen", "127.0.0.1:0"]),
+            Arm::VoloMetrics | Arm::VoloRecording => {
+                ("volo-echo-server", &["--metrics-listen", "127.0.0.1:0"])
+            }
             Arm::TonicFullOff => (TONIC_OFF, &["--framing", "full"]),
-            Arm::TonicFullMetrics => (
+            Arm::TonicFullMetrics | Arm::TonicFullRecording => (
                 "tonic-echo-server",
                 &["--framing", "full", "--metrics-listen", "127.0.0.1:0"],
             ),
@@ -125,6 +141,8 @@ impl Arm {
             Arm::VoloMetrics => Arm::VoloOff,
             Arm::TonicFullOff => Arm::TonicFull,
             Arm::TonicFullMetrics => Arm::TonicFullOff,
+            Arm::VoloRecording => Arm::Volo,
+            Arm::TonicFullRecording => Arm::TonicFull,
         }
     }
 }

@@ -33,6 +33,10 @@
 //! stream round by round: what the machine does to both cancels, where
 //! arms run one after another differ by as much as what they measure.
 //!
+//! `--arms volo-recording,volo-codec,tonic-full-recording,tonic-full
+//! --paired` reads the recording alone: each recording server against the
+//! same binary with nothing installed, so in one code layout.
+//!
 //! `--layouts N` (with `--paired`) first relinks every example server N
 //! times, each with its functions in an order the linker shuffles by a seed
 //! (lld's `--shuffle-sections`), and runs each pair's rounds two by two on
@@ -129,6 +133,7 @@ fn usage() -> ! {
         Arm::ALL
             .iter()
             .chain(Arm::OBSERVE.iter().filter(|arm| !Arm::ALL.contains(arm)))
+            .chain(Arm::RECORDING.iter())
             .map(|arm| arm.key())
             .collect::<Vec<_>>()
             .join(","),
