@@ -97,18 +97,23 @@ where
     T: Message + 'static,
 {
     let config = default_config(compression_encoding);
+    // Boxed first and told its record in place: a body made on the stack
+    // and changed there is copied whole into its box, every call.
     #[cfg_attr(not(feature = "opentelemetry"), expect(unused_mut))]
-    let mut body = EncodeBody::client(EncodeStream::new(
-        StatusSource { inner: source },
-        PilotaEncoder::new(),
-        config,
-    ));
+    let mut frames = Box::new(Frames {
+        body: EncodeBody::client(EncodeStream::new(
+            StatusSource { inner: source },
+            PilotaEncoder::new(),
+            config,
+        )),
+    });
     // Without a meter no call has a record to take.
     #[cfg(feature = "opentelemetry")]
     if crate::observe::installed() {
-        body.record_in(crate::call::take_response_record::<super::call_guard::VoloSlots>());
+        let record = crate::call::take_response_record::<super::call_guard::VoloSlots>();
+        frames.body.record_in(record);
     }
-    Box::pin(Frames { body })
+    Box::into_pin(frames)
 }
 
 /// The configuration of a body volo-grpc asks for with
