@@ -27,7 +27,7 @@ pub(super) struct Finished {
     pub(super) code: Code,
     /// When its request headers were read.
     pub(super) started: Instant,
-    /// When its status was.
+    /// When it ended, with its status.
     // The two clock readings, not their difference: the subtraction and
     // the conversion to seconds wait for the batch, where they are warm.
     pub(super) ended: Instant,
