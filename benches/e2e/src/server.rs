@@ -15,15 +15,8 @@ use crate::workspace_root;
 /// the crate's `opentelemetry` feature) and copied aside
 /// ([`crate::arms::VOLO_OFF`], [`crate::arms::TONIC_OFF`]).
 pub fn build_servers(feature_off: bool) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     let build = |args: &[&str]| {
-        let status = Command::new(&cargo)
-            .current_dir(workspace_root())
-            .args(["build", "--release"])
-            .args(args)
-            .status()
-            .expect("run cargo build");
-        assert!(status.success(), "building {args:?} failed");
+        assert!(cargo_release("build", args), "building {args:?} failed");
     };
     if feature_off {
         eprintln!("building the example servers without metrics (release)...");
@@ -33,9 +26,7 @@ pub fn build_servers(feature_off: bool) {
         ];
         for (package, binary, copy) in off {
             build(&["-p", package, "--bin", binary, "--no-default-features"]);
-            let dir = crate::bin_dir();
-            std::fs::copy(dir.join(binary), dir.join(copy))
-                .unwrap_or_else(|err| panic!("copy {binary} to {copy}: {err}"));
+            copy_binary(binary, copy);
         }
     }
     eprintln!("building the example servers (release)...");
@@ -47,6 +38,26 @@ pub fn build_servers(feature_off: bool) {
     for package in builds {
         build(package);
     }
+}
+
+/// Runs `cargo <subcommand> --release <args>` in the workspace; whether it
+/// succeeded.
+fn cargo_release(subcommand: &str, args: &[&str]) -> bool {
+    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+    Command::new(cargo)
+        .current_dir(workspace_root())
+        .args([subcommand, "--release"])
+        .args(args)
+        .status()
+        .unwrap_or_else(|err| panic!("run cargo {subcommand}: {err}"))
+        .success()
+}
+
+/// Copies the built `binary` aside as `copy`, in the same directory.
+fn copy_binary(binary: &str, copy: &str) {
+    let dir = crate::bin_dir();
+    std::fs::copy(dir.join(binary), dir.join(copy))
+        .unwrap_or_else(|err| panic!("copy {binary} to {copy}: {err}"));
 }
 
 /// The example servers `--layouts` relinks: (package, binary, whether
@@ -81,38 +92,24 @@ pub fn laid_out(binary: &str, seed: u32) -> String {
 /// rebuilt: the flag goes to its `rustc` alone. Run before
 /// [`build_servers`], which puts the usual binaries back.
 pub fn build_layouts(count: u32, feature_off: bool) {
-    let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
     for seed in 1..=count {
         eprintln!("relinking the example servers in layout {seed} of {count}...");
         for (package, binary, without_defaults, copy) in LAID_OUT {
             if without_defaults && !feature_off {
                 continue;
             }
-            let mut command = Command::new(&cargo);
-            command.current_dir(workspace_root()).args([
-                "rustc",
-                "--release",
-                "-p",
-                package,
-                "--bin",
-                binary,
-            ]);
-            if without_defaults {
-                command.arg("--no-default-features");
-            }
             let shuffle = format!("link-arg=-Wl,--shuffle-sections=*={seed}");
-            let status = command
-                .args(["--", "-C", &shuffle])
-                .status()
-                .expect("run cargo rustc");
+            let mut args = vec!["-p", package, "--bin", binary];
+            if without_defaults {
+                args.push("--no-default-features");
+            }
+            args.extend(["--", "-C", &shuffle]);
             assert!(
-                status.success(),
+                cargo_release("rustc", &args),
                 "relinking {binary} in layout {seed} failed (lld, the default linker of \
                  x86_64 Linux since Rust 1.90, is needed)"
             );
-            let dir = crate::bin_dir();
-            std::fs::copy(dir.join(binary), dir.join(laid_out(copy, seed)))
-                .unwrap_or_else(|err| panic!("copy {binary} to layout {seed}: {err}"));
+            copy_binary(binary, &laid_out(copy, seed));
         }
     }
 }
