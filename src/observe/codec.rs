@@ -116,12 +116,16 @@ impl Method {
         Method::default()
     }
 
-    /// A recorded server call's method: its interned name, and the count
-    /// its request stream adds the message bytes it receives to.
+    /// A recorded server call's method: the record, which holds its
+    /// interned name and the count its request stream adds the message
+    /// bytes it receives to.
     #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-    pub(crate) fn recorded(name: Arc<str>, received: super::server::Received) -> Method {
+    pub(crate) fn recorded(received: super::server::Received) -> Method {
+        // The name is read through the record: cloning the interned name
+        // would touch its count, shared by every thread's calls to the
+        // method, twice a call.
         Method {
-            name: Some(name),
+            name: None,
             received: Some(received),
         }
     }
@@ -131,7 +135,7 @@ impl Method {
     #[cfg(feature = "volo")]
     pub(crate) fn for_another_stream(&self) -> Method {
         Method {
-            name: self.name.clone(),
+            name: self.name().cloned(),
             #[cfg(feature = "opentelemetry")]
             received: None,
         }
@@ -140,6 +144,10 @@ impl Method {
     /// The name, when kept.
     #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
     pub(super) fn name(&self) -> Option<&Arc<str>> {
+        #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
+        if let Some(received) = &self.received {
+            return Some(received.method());
+        }
         self.name.as_ref()
     }
 }

@@ -133,10 +133,6 @@ const SIZE_BOUNDARIES: [f64; 14] = [
 
 /// Every instrument the crate records on.
 pub(crate) struct Instruments {
-    /// `grpc.server.call.started`, by method number: counted here and
-    /// reported when the meter collects, so starting a call is one atomic
-    /// add (the SDK hashes a counter's attributes on every add).
-    server_started: &'static [AtomicU64],
     /// Which [`install`] made these.
     generation: u64,
     pub(crate) server_duration: Histogram<f64>,
@@ -207,15 +203,15 @@ impl Instruments {
                 if INSTALLS.load(Ordering::Relaxed) != generation {
                     return;
                 }
-                let counts = server_started_counts();
+                let counts = super::started::totals();
                 super::codec::each_interned(|name, number| {
-                    let started = counts[number].load(Ordering::Relaxed);
+                    let started = counts[number];
                     if started > 0 {
                         let method = KeyValue::new(names::METHOD, Value::from(name.clone()));
                         observer.observe(started, &[method]);
                     }
                 });
-                let other = counts[super::codec::OTHER_NUMBER].load(Ordering::Relaxed);
+                let other = counts[super::codec::OTHER_NUMBER];
                 if other > 0 {
                     observer.observe(other, &[KeyValue::new(names::METHOD, names::OTHER_METHOD)]);
                 }
@@ -226,7 +222,6 @@ impl Instruments {
             server_bound: (0..super::codec::NUMBERS)
                 .map(|_| std::sync::OnceLock::new())
                 .collect(),
-            server_started: server_started_counts(),
             generation,
             server_duration: seconds(
                 names::SERVER_CALL_DURATION,
@@ -302,10 +297,10 @@ impl Instruments {
 
     /// Counts a server call started, to the method numbered `number`
     /// (`codec::intern_numbered`).
+    // Counted apart from the SDK and reported when the meter collects: the
+    // SDK hashes a counter's attributes on every add.
     pub(crate) fn server_call_started(&self, number: usize) {
-        if let Some(started) = self.server_started.get(number) {
-            started.fetch_add(1, Ordering::Relaxed);
-        }
+        super::started::count(number);
     }
 
     /// Whether these are the instruments the latest [`install`] made (a
@@ -357,17 +352,6 @@ impl Instruments {
 
 /// How many times [`install`] has run.
 static INSTALLS: AtomicU64 = AtomicU64::new(0);
-
-/// Server calls started while instruments were installed, by method
-/// number (`codec::intern_numbered`).
-fn server_started_counts() -> &'static [AtomicU64] {
-    static COUNTS: std::sync::OnceLock<Box<[AtomicU64]>> = std::sync::OnceLock::new();
-    COUNTS.get_or_init(|| {
-        (0..super::codec::NUMBERS)
-            .map(|_| AtomicU64::new(0))
-            .collect()
-    })
-}
 
 /// Set once instruments are installed: the one thing an unobserved call
 /// reads.

@@ -27,6 +27,8 @@ mod events;
 mod instruments;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 mod server;
+#[cfg(feature = "opentelemetry")]
+mod started;
 #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
 mod wire;
 

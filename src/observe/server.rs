@@ -185,7 +185,15 @@ impl Received {
     /// Adds `bytes` received.
     #[inline]
     pub(crate) fn add(&self, bytes: u64) {
-        self.0.received.fetch_add(bytes, Ordering::Relaxed);
+        // The call's request stream is the one writer: a load and a store,
+        // not a locked add.
+        let received = self.0.received.load(Ordering::Relaxed);
+        self.0.received.store(received + bytes, Ordering::Relaxed);
+    }
+
+    /// The call's method name, as interned.
+    pub(super) fn method(&self) -> &Arc<str> {
+        &self.0.method
     }
 }
 
@@ -207,7 +215,7 @@ impl ServerCall {
     /// to, or the name `path` gives.
     pub(crate) fn method(&self, path: &str) -> super::Method {
         match &self.0 {
-            Some(live) => super::Method::recorded(live.method.clone(), Received(live.clone())),
+            Some(live) => super::Method::recorded(Received(live.clone())),
             None => super::Method::of(path),
         }
     }
