@@ -396,6 +396,7 @@ pub fn install(meter: &Meter) {
 }
 
 /// Whether [`install`] has been called in this process.
+#[inline]
 pub fn installed() -> bool {
     ON.load(Ordering::Relaxed)
 }
