@@ -10,10 +10,11 @@
 //! an instrument on the same meter, which the SDK runs before it reads
 //! any histogram), and a thread's batch is flushed when the thread ends.
 
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::Instant;
 
 use super::instruments::Instruments;
+use super::lock;
 use crate::status::Code;
 
 /// Most finished calls a thread keeps before it records them.
@@ -101,11 +102,6 @@ impl ThreadBatch {
         all.push(Arc::downgrade(&batch));
         ThreadBatch(batch)
     }
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
-    // A panic while recording leaves nothing half-made that matters here.
-    mutex.lock().unwrap_or_else(|e| e.into_inner())
 }
 
 /// Keeps `call`, which ended with `instruments` installed, to be recorded

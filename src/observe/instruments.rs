@@ -295,14 +295,6 @@ impl Instruments {
         self.interned(path.strip_prefix('/').unwrap_or(path))
     }
 
-    /// Counts a server call started, to the method numbered `number`
-    /// (`codec::intern_numbered`).
-    // Counted apart from the SDK and reported when the meter collects: the
-    // SDK hashes a counter's attributes on every add.
-    pub(crate) fn server_call_started(&self, number: usize) {
-        super::started::count(number);
-    }
-
     /// Whether these are the instruments the latest [`install`] made (a
     /// record kept for reuse may hold older ones).
     pub(crate) fn are_current(&self) -> bool {

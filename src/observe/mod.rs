@@ -34,6 +34,13 @@ mod wire;
 
 #[cfg(feature = "opentelemetry")]
 pub use budget::{budget_names, observe_budget};
+
+/// Locks `mutex` whether or not a panic poisoned it: a panic while
+/// recording leaves nothing half-made that matters to what is recorded.
+#[cfg(feature = "opentelemetry")]
+fn lock<T>(mutex: &std::sync::Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex.lock().unwrap_or_else(|e| e.into_inner())
+}
 #[cfg(any(feature = "tonic", feature = "volo"))]
 pub(crate) use events::{budget_timed_out, request_refused};
 #[cfg(feature = "opentelemetry")]

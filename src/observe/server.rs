@@ -82,7 +82,7 @@ impl Live {
     fn start_new(name: &str, timeout: Option<Duration>) -> Option<Arc<Live>> {
         let instruments = instruments()?;
         let (method, number) = super::codec::intern_numbered(name);
-        instruments.server_call_started(number);
+        super::started::count(number);
         Some(Arc::new(Live {
             instruments,
             method,
@@ -102,7 +102,7 @@ impl Live {
         if !self.instruments.are_current() || *self.method != *name {
             self.rebind(name)?;
         }
-        self.instruments.server_call_started(self.number);
+        super::started::count(self.number);
         self.start = Instant::now();
         self.timeout = timeout;
         *self.received.get_mut() = 0;

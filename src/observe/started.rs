@@ -3,10 +3,14 @@
 //! memory no other thread writes, where one count shared by every thread
 //! moved between the cores on each call. A collection adds them up.
 
+// Without a server adapter nothing counts, and every total stays 0.
+#![cfg_attr(not(any(feature = "tonic", feature = "volo")), allow(dead_code))]
+
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 
 use super::codec::NUMBERS;
+use super::lock;
 
 /// One thread's counts, by method number.
 type Counts = Arc<[AtomicU64]>;
@@ -14,18 +18,13 @@ type Counts = Arc<[AtomicU64]>;
 /// The counts of the threads that run, and the sums of those that ended.
 struct Threads {
     running: Vec<Counts>,
-    ended: Vec<u64>,
+    ended: [u64; NUMBERS],
 }
 
 static THREADS: Mutex<Threads> = Mutex::new(Threads {
     running: Vec::new(),
-    ended: Vec::new(),
+    ended: [0; NUMBERS],
 });
-
-fn threads() -> MutexGuard<'static, Threads> {
-    // Nothing is left half-made by a panic here.
-    THREADS.lock().unwrap_or_else(|e| e.into_inner())
-}
 
 /// This thread's counts, registered while it runs; what it counted is added
 /// to the ended threads' sums when it ends.
@@ -34,18 +33,17 @@ struct ThreadCounts(Counts);
 impl ThreadCounts {
     fn register() -> ThreadCounts {
         let counts: Counts = (0..NUMBERS).map(|_| AtomicU64::new(0)).collect();
-        threads().running.push(counts.clone());
+        lock(&THREADS).running.push(counts.clone());
         ThreadCounts(counts)
     }
 }
 
 impl Drop for ThreadCounts {
     fn drop(&mut self) {
-        let mut threads = threads();
+        let mut threads = lock(&THREADS);
         threads
             .running
             .retain(|counts| !Arc::ptr_eq(counts, &self.0));
-        threads.ended.resize(NUMBERS, 0);
         for (sum, count) in threads.ended.iter_mut().zip(self.0.iter()) {
             *sum += count.load(Ordering::Relaxed);
         }
@@ -74,18 +72,15 @@ pub(super) fn count(number: usize) {
 #[cold]
 #[inline(never)]
 fn count_on_ended(number: usize) {
-    let mut threads = threads();
-    threads.ended.resize(NUMBERS, 0);
-    if let Some(sum) = threads.ended.get_mut(number) {
+    if let Some(sum) = lock(&THREADS).ended.get_mut(number) {
         *sum += 1;
     }
 }
 
 /// Calls started so far, by method number, over every thread.
 pub(super) fn totals() -> Vec<u64> {
-    let threads = threads();
-    let mut totals = threads.ended.clone();
-    totals.resize(NUMBERS, 0);
+    let threads = lock(&THREADS);
+    let mut totals = threads.ended.to_vec();
     for counts in &threads.running {
         for (total, count) in totals.iter_mut().zip(counts.iter()) {
             *total += count.load(Ordering::Relaxed);
