@@ -36,27 +36,25 @@ export CARGO_INCREMENTAL=0
 export CARGO_PROFILE_DEV_DEBUG=line-tables-only
 export CARGO_PROFILE_TEST_DEBUG=line-tables-only
 
-run() {
-    echo "== panic=abort: $*"
-    cargo test -Zpanic-abort-tests --target-dir "$target" --no-fail-fast "$@"
-}
-
-# volo: hostile bodies, wire-level cases, hostile headers and statuses (both
-# sides), trailers-only answers, binary metadata. The one test that shows
-# what BinaryMetadataLayer prevents (volo-grpc's own server panicking on
-# `-bin` metadata) would abort by design: skipped.
-run -p volo-echo \
+# One cargo invocation for the three packages: built one at a time, each
+# resolved its own features, and the third build compiled the library and
+# both frameworks again.
+#
+# volo-echo: hostile bodies, wire-level cases, hostile headers and statuses
+# (both sides), trailers-only answers, binary metadata. tonic-echo: hostile
+# bodies, hostile headers and statuses against full framing (both sides),
+# and the server and client binaries. interop-tests: the behaviour suite's
+# hostile cases, one definition for both adapters' servers and clients.
+#
+# The one test that shows what BinaryMetadataLayer prevents (volo-grpc's own
+# server panicking on `-bin` metadata) would abort by design: skipped.
+echo "== panic=abort: volo-echo, tonic-echo, interop-tests"
+cargo test -Zpanic-abort-tests --target-dir "$target" --no-fail-fast \
+    -p volo-echo -p tonic-echo -p interop-tests \
     --test bad_input --test wire --test hostile_metadata --test trailers_only \
     --test binary_metadata --test client_limits \
+    --test full_framing_bad_input --test binaries \
+    --test behaviour \
     -- --skip without_the_layer_volo_grpc_resets_the_stream
-
-# tonic: hostile bodies, hostile headers and statuses against full framing
-# (both sides), and the server and client binaries.
-run -p tonic-echo \
-    --test full_framing_bad_input --test hostile_metadata --test binaries
-
-# Both adapters: the behaviour suite's hostile cases, one definition for
-# both servers and clients.
-run -p interop-tests --test behaviour
 
 echo "abort_bad_input: no framework panic"
