@@ -16,12 +16,15 @@ pub enum Arm {
     TonicFull,
     /// hyper's HTTP/2 server and prost, no gRPC framework: the floor.
     BareHyper,
-    /// [`Arm::Volo`] built without the crate's `opentelemetry` feature.
+    /// [`Arm::Volo`] built without the crate's `opentelemetry` feature,
+    /// serving the same Prometheus exporter (`--metrics-listen`), on which
+    /// nothing is recorded.
     VoloOff,
     /// [`Arm::Volo`] recording its metrics on a Prometheus exporter
     /// (`--metrics-listen`).
     VoloMetrics,
-    /// [`Arm::TonicFull`] built without the crate's `opentelemetry` feature.
+    /// [`Arm::TonicFull`] built without the crate's `opentelemetry`
+    /// feature, serving the same exporter.
     TonicFullOff,
     /// [`Arm::TonicFull`] recording its metrics on a Prometheus exporter.
     TonicFullMetrics,
@@ -95,9 +98,9 @@ impl Arm {
             Arm::Tonic => "tonic + grpc-stream-codec",
             Arm::TonicFull => "tonic + grpc-stream-codec (full framing)",
             Arm::BareHyper => "bare hyper + prost (no framework)",
-            Arm::VoloOff => "volo-grpc + grpc-stream-codec, metrics feature off",
+            Arm::VoloOff => "volo-grpc + grpc-stream-codec, metrics feature off, same exporter",
             Arm::VoloMetrics => "volo-grpc + grpc-stream-codec, metrics on an exporter",
-            Arm::TonicFullOff => "tonic full framing, metrics feature off",
+            Arm::TonicFullOff => "tonic full framing, metrics feature off, same exporter",
             Arm::TonicFullMetrics => "tonic full framing, metrics on an exporter",
             Arm::VoloRecording => "volo-grpc + grpc-stream-codec, recording",
             Arm::TonicFullRecording => "tonic full framing, recording",
@@ -113,11 +116,15 @@ impl Arm {
             Arm::Tonic => ("tonic-echo-server", &[]),
             Arm::TonicFull => ("tonic-echo-server", &["--framing", "full"]),
             Arm::BareHyper => ("bare-echo-server", &[]),
-            Arm::VoloOff => (VOLO_OFF, &[]),
+            // The exporter served as by the arms that record on it.
+            Arm::VoloOff => (VOLO_OFF, &["--metrics-listen", "127.0.0.1:0"]),
             Arm::VoloMetrics | Arm::VoloRecording => {
                 ("volo-echo-server", &["--metrics-listen", "127.0.0.1:0"])
             }
-            Arm::TonicFullOff => (TONIC_OFF, &["--framing", "full"]),
+            Arm::TonicFullOff => (
+                TONIC_OFF,
+                &["--framing", "full", "--metrics-listen", "127.0.0.1:0"],
+            ),
             Arm::TonicFullMetrics | Arm::TonicFullRecording => (
                 "tonic-echo-server",
                 &["--framing", "full", "--metrics-listen", "127.0.0.1:0"],

@@ -22,10 +22,12 @@
 //! ```
 //!
 //! `--observe` runs volo-grpc and tonic's full framing three ways each: built
-//! without the crate's `opentelemetry` feature, built as the other arms are
-//! (the example servers turn it on; nothing installed), and recording on a
-//! Prometheus exporter (`--metrics-listen`); each is compared with the one
-//! before it.
+//! without the crate's `opentelemetry` feature but serving the same
+//! Prometheus exporter (`--metrics-listen`, nothing recorded on it), built
+//! as the other arms are (the example servers turn the feature on; nothing
+//! installed), and recording on that exporter; each is compared with the
+//! one before it. Both builds link the exporter, so the ratios are the
+//! feature's, not the SDK's code moving the hot code about.
 //!
 //! `--paired` (with the default arms or `--observe`) runs each arm at the
 //! same time as its baseline instead, both servers on CPU 0 and one

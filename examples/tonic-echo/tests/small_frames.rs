@@ -10,5 +10,4 @@ test_support::small_frames_tests! {
     server: env!("CARGO_BIN_EXE_tonic-echo-server"),
     stock: "--stock",
     adapter: "--framing full",
-    held: budget,
 }

@@ -10,7 +10,4 @@ test_support::small_frames_tests! {
     server: env!("CARGO_BIN_EXE_volo-echo-server"),
     stock: "--stock",
     adapter: "",
-    // volo-grpc installs the receive budget after the read-ahead, which
-    // it therefore does not count: the live heap is the measure.
-    held: live_heap,
 }

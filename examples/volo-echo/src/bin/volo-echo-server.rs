@@ -193,18 +193,25 @@ async fn main() -> ExitCode {
 
 /// `--metrics-listen`: the Prometheus endpoint, A66 recording on its meter,
 /// and the budget's gauges when there is a budget. Prints `metrics on ADDR`.
-#[cfg(feature = "metrics-listen")]
+/// Built with `exporter` alone (the library's `opentelemetry` off), the
+/// endpoint is served and the library records nothing on it.
+#[cfg(feature = "exporter")]
 async fn serve_metrics(
     listen: SocketAddr,
     budget: Option<&grpc_stream_codec::budget::SharedBudget>,
 ) -> std::io::Result<test_support::metrics_listen::MetricsEndpoint> {
     let endpoint = test_support::metrics_listen::start(listen).await?;
-    let meter = endpoint.meter("grpc-stream-codec");
-    grpc_stream_codec::observe::install(&meter);
-    if let Some(budget) = budget {
-        // The same budget the server serves with: a clone shares its counts.
-        grpc_stream_codec::observe::observe_budget(&meter, "server", &budget.clone().into());
+    #[cfg(feature = "metrics-listen")]
+    {
+        let meter = endpoint.meter("grpc-stream-codec");
+        grpc_stream_codec::observe::install(&meter);
+        if let Some(budget) = budget {
+            // The same budget the server serves with: a clone shares its counts.
+            grpc_stream_codec::observe::observe_budget(&meter, "server", &budget.clone().into());
+        }
     }
+    #[cfg(not(feature = "metrics-listen"))]
+    let _ = budget;
     println!(
         "{}{}",
         test_support::metrics_listen::METRICS_LINE_PREFIX,
@@ -213,8 +220,9 @@ async fn serve_metrics(
     Ok(endpoint)
 }
 
-/// Built without the `metrics-listen` feature: the flag is refused.
-#[cfg(not(feature = "metrics-listen"))]
+/// Built without the `metrics-listen` and `exporter` features: the flag is
+/// refused.
+#[cfg(not(feature = "exporter"))]
 async fn serve_metrics(
     _listen: SocketAddr,
     _budget: Option<&grpc_stream_codec::budget::SharedBudget>,
