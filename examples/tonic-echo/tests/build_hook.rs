@@ -661,8 +661,7 @@ fn output_lacking_expected_paths_fails_naming_the_file() {
 
 /// The hook misused, as a user's crate would: `tests/fixtures/hook-order` is
 /// a crate of its own with a real tonic-prost-build `build.rs`, built here
-/// with nested `cargo check --offline` runs (build script and every rustc
-/// error, no code generated) over one target directory (and
+/// with nested `cargo build --offline` runs over one target directory (and
 /// so one `OUT_DIR`), in the order that makes each misuse appear. Each
 /// misuse must fail the build with the fix named on the first error line.
 ///
@@ -808,7 +807,7 @@ impl Fixture {
         self.step.set(self.step.get() + 1);
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         std::process::Command::new(cargo)
-            .args(["check", "--offline", "--quiet", "--color", "never"])
+            .args(["build", "--offline", "--quiet", "--color", "never"])
             .arg("--manifest-path")
             .arg(self.dir.join("Cargo.toml"))
             .arg("--target-dir")
