@@ -49,6 +49,11 @@ use volo_echo::EchoService;
 use test_support::alloc as live_alloc;
 use test_support::reports;
 
+// `--metrics-listen`, the same on both example servers.
+#[path = "../../../shared/serve_metrics.rs"]
+mod serve_metrics;
+use serve_metrics::serve_metrics;
+
 #[global_allocator]
 static ALLOC: live_alloc::CountingAlloc = live_alloc::CountingAlloc::SWITCHED;
 
@@ -189,47 +194,6 @@ async fn main() -> ExitCode {
             ExitCode::FAILURE
         }
     }
-}
-
-/// `--metrics-listen`: the Prometheus endpoint, A66 recording on its meter,
-/// and the budget's gauges when there is a budget. Prints `metrics on ADDR`.
-/// Built with `exporter` alone (the library's `opentelemetry` off), the
-/// endpoint is served and the library records nothing on it.
-#[cfg(feature = "exporter")]
-async fn serve_metrics(
-    listen: SocketAddr,
-    budget: Option<&grpc_stream_codec::budget::SharedBudget>,
-) -> std::io::Result<test_support::metrics_listen::MetricsEndpoint> {
-    let endpoint = test_support::metrics_listen::start(listen).await?;
-    #[cfg(feature = "metrics-listen")]
-    {
-        let meter = endpoint.meter("grpc-stream-codec");
-        grpc_stream_codec::observe::install(&meter);
-        if let Some(budget) = budget {
-            // The same budget the server serves with: a clone shares its counts.
-            grpc_stream_codec::observe::observe_budget(&meter, "server", &budget.clone().into());
-        }
-    }
-    #[cfg(not(feature = "metrics-listen"))]
-    let _ = budget;
-    println!(
-        "{}{}",
-        test_support::metrics_listen::METRICS_LINE_PREFIX,
-        endpoint.addr
-    );
-    Ok(endpoint)
-}
-
-/// Built without the `metrics-listen` and `exporter` features: the flag is
-/// refused.
-#[cfg(not(feature = "exporter"))]
-async fn serve_metrics(
-    _listen: SocketAddr,
-    _budget: Option<&grpc_stream_codec::budget::SharedBudget>,
-) -> std::io::Result<std::convert::Infallible> {
-    Err(std::io::Error::other(
-        "this build has no metrics: build volo-echo with its `metrics-listen` feature (on by default)",
-    ))
 }
 
 /// What `--report-memory` and SIGTERM report of the budget.
