@@ -80,6 +80,12 @@ pub struct EnvelopeAssembler {
     /// caller drains with `next` before each `push`, as it should).
     queued: VecDeque<Bytes>,
     state: State,
+    /// The wire length of the envelope being read (its header accepted):
+    /// what its message adds to `message_bytes` once it is whole.
+    current_len: u32,
+    /// The payload bytes, as on the wire (compressed when they were), of
+    /// every whole message read so far; trailers excluded.
+    message_bytes: u64,
 }
 
 impl EnvelopeAssembler {
@@ -93,7 +99,17 @@ impl EnvelopeAssembler {
             frame: Bytes::new(),
             queued: VecDeque::new(),
             state: IDLE,
+            current_len: 0,
+            message_bytes: 0,
         }
+    }
+
+    /// The payload bytes, as on the wire (compressed when they were), of
+    /// the whole messages read so far: gRPC-Web's trailers, a message cut
+    /// short and a refused one are not counted (A66's received compressed
+    /// size, counted as grpc-go does, one whole message at a time).
+    pub(crate) fn message_bytes(&self) -> u64 {
+        self.message_bytes
     }
 
     /// Changes the receive limit for envelopes whose header has not been read yet.
@@ -162,7 +178,12 @@ impl EnvelopeAssembler {
             return Ok(None);
         }
         match self.step() {
-            Ok(decoded) => Ok(decoded),
+            Ok(decoded) => {
+                if let Some(Decoded::Message(_)) = decoded {
+                    self.message_bytes += u64::from(self.current_len);
+                }
+                Ok(decoded)
+            }
             Err(status) => Err(self.fail(status)),
         }
     }
@@ -317,6 +338,7 @@ impl EnvelopeAssembler {
         }
         let message = self.sink.copy_message(&self.frame[HEADER_LEN..end]);
         self.frame.advance(end);
+        self.message_bytes += len as u64;
         Some(message)
     }
 
@@ -326,6 +348,7 @@ impl EnvelopeAssembler {
         let len = header.len() as usize;
         self.sink.check(header)?;
         self.state = IDLE;
+        self.current_len = header.len();
         let transformed = header.is_trailers() || header.is_compressed();
         if transformed && self.sink.is_gated(header) && self.frame.len() >= len {
             // Decompressed from the frame, once its output is granted.
@@ -431,5 +454,89 @@ impl EnvelopeAssembler {
             self.state = State::Ended;
         }
         decoded
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use bytes::Bytes;
+
+    use super::{Decoded, EnvelopeAssembler};
+    use crate::budget::SharedBudget;
+    use crate::envelope::Limits;
+
+    fn envelope(flags: u8, payload: &[u8]) -> Vec<u8> {
+        let mut out = vec![flags];
+        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
+        out.extend_from_slice(payload);
+        out
+    }
+
+    /// Feeds `wire` in chunks of `step` and reads everything: the messages
+    /// read and the count of their wire bytes.
+    fn read(assembler: &mut EnvelopeAssembler, wire: &[u8], step: usize) -> (usize, u64) {
+        let mut messages = 0;
+        for chunk in wire.chunks(step) {
+            assembler.push(Bytes::copy_from_slice(chunk));
+            while let Ok(Some(decoded)) = assembler.next() {
+                messages += usize::from(matches!(decoded, Decoded::Message(_)));
+            }
+        }
+        (messages, assembler.message_bytes())
+    }
+
+    #[cfg(feature = "gzip")]
+    fn gzip(payload: &[u8]) -> Vec<u8> {
+        use crate::compression::{Compression, CompressionEncoding};
+        let mut out = Vec::new();
+        Compression::new(CompressionEncoding::Gzip)
+            .compress(&mut &payload[..], &mut out)
+            .expect("gzip");
+        out
+    }
+
+    #[test]
+    fn counts_the_wire_bytes_of_whole_messages_across_any_split() {
+        let mut wire = envelope(0, &[7; 10]);
+        wire.extend(envelope(0, &[]));
+        wire.extend(envelope(0, &[1; 300]));
+        let mut expected = 310;
+        #[cfg(feature = "gzip")]
+        let encoding = {
+            let compressed = gzip(&[3; 2000]);
+            expected += compressed.len() as u64;
+            wire.extend(envelope(1, &compressed));
+            Some(crate::compression::CompressionEncoding::Gzip)
+        };
+        #[cfg(not(feature = "gzip"))]
+        let encoding = None;
+        wire.extend(envelope(0x80, b"grpc-status:0\r\n"));
+        for step in 1..=wire.len() {
+            for budgeted in [false, true] {
+                let mut assembler = EnvelopeAssembler::new(Limits::default(), encoding);
+                if budgeted {
+                    assembler.set_budget(SharedBudget::new(1 << 20));
+                }
+                let (messages, bytes) = read(&mut assembler, &wire, step);
+                let whole = 3 + usize::from(encoding.is_some());
+                assert_eq!(messages, whole, "chunks of {step}, budget {budgeted}");
+                assert_eq!(bytes, expected, "chunks of {step}, budget {budgeted}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_message_cut_short_or_refused_is_not_counted() {
+        let mut wire = envelope(0, &[7; 10]);
+        wire.extend(&envelope(0, &[1; 300])[..200]);
+        let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
+        assert_eq!(read(&mut assembler, &wire, 64), (1, 10));
+        assert!(assembler.finish().is_err());
+        assert_eq!(assembler.message_bytes(), 10);
+
+        let mut wire = envelope(0, &[7; 10]);
+        wire.extend(envelope(0, &[1; 300]));
+        let mut assembler = EnvelopeAssembler::new(Limits::new().with_max_receive(100), None);
+        assert_eq!(read(&mut assembler, &wire, 64), (1, 10));
     }
 }

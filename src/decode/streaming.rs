@@ -15,7 +15,7 @@ use http_body_util::BodyExt;
 use super::assembler::{Decoded, EnvelopeAssembler};
 use crate::compression::CompressionEncoding;
 use crate::envelope::Limits;
-use crate::observe::{self, Method, ReceivedBytes, Refusal, Side};
+use crate::observe::{self, Method, Refusal, Side};
 use crate::status::{Code, Status};
 
 /// Turns one received message into an item.
@@ -108,8 +108,6 @@ pub struct Streaming<D> {
     /// The call's method, for what is recorded of the stream (kept only
     /// when something records it).
     method: Method,
-    /// The message bytes received, for a recorded call.
-    received: ReceivedBytes,
 }
 
 impl<D: MessageDecoder> Streaming<D> {
@@ -192,7 +190,6 @@ impl<D: MessageDecoder> Streaming<D> {
             outcome: None,
             reported: false,
             method: Method::default(),
-            received: ReceivedBytes::default(),
         };
         if let Some(status) = refused {
             stream.finish_with(Err(status));
@@ -211,7 +208,6 @@ impl<D: MessageDecoder> Streaming<D> {
             let reason = Refusal::UnsupportedEncoding;
             observe::message_refused(Side::Client, &method, reason, status);
         }
-        self.received = ReceivedBytes::of(&method);
         self.method = method;
     }
 
@@ -347,7 +343,18 @@ impl<D: MessageDecoder> Streaming<D> {
 
     /// The next raw message, or `None` once the stream has ended (its
     /// outcome is then in `self.outcome`).
+    #[inline]
     fn poll_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
+        let polled = self.read_message(cx);
+        if polled.is_ready() {
+            self.method.set_received(self.assembler.message_bytes());
+        }
+        polled
+    }
+
+    /// [`poll_message`](Self::poll_message), before the message bytes read
+    /// are counted.
+    fn read_message(&mut self, cx: &mut Context<'_>) -> Poll<Option<Result<Bytes, Status>>> {
         loop {
             if self.outcome.is_some() {
                 return Poll::Ready(None);
@@ -376,7 +383,6 @@ impl<D: MessageDecoder> Streaming<D> {
             match ready!(body.as_mut().poll_frame(cx)) {
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) => {
-                        self.received.feed(&data);
                         self.assembler.push(data);
                     }
                     Err(frame) => {

@@ -92,7 +92,7 @@ impl Refusal {
 /// will read it (a meter installed, or a subscriber interested in `debug`):
 /// otherwise empty, with nothing allocated or looked up. A server call's
 /// record also hands its request stream the count of message bytes received
-/// (see [`ReceivedBytes`]).
+/// (see [`Method::set_received`]).
 #[derive(Clone, Debug, Default)]
 pub(crate) struct Method {
     #[cfg(any(feature = "opentelemetry", feature = "tonic", feature = "volo"))]
@@ -150,38 +150,19 @@ impl Method {
         }
         self.name.as_ref()
     }
-}
 
-/// The message bytes a stream receives, added to its call's record as the
-/// frames reach the decoder (A66's received compressed size): nothing to
-/// do for a stream whose call is not recorded.
-#[derive(Debug, Default)]
-pub(crate) struct ReceivedBytes(
-    #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-    // Inline, not boxed: an allocation per recorded call costs more than
-    // the stream's few moves of these bytes.
-    Option<(crate::call::MessageBytes, super::server::Received)>,
-);
-
-impl ReceivedBytes {
-    /// Counts for `method`'s call, if it is recorded.
+    /// Tells a recorded server call the message bytes its request stream
+    /// has read in all, as on the wire (A66's received compressed size);
+    /// nothing for a stream whose call is not recorded.
     #[inline]
-    pub(crate) fn of(method: &Method) -> ReceivedBytes {
+    #[cfg_attr(
+        not(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo"))),
+        allow(unused_variables)
+    )]
+    pub(crate) fn set_received(&self, bytes: u64) {
         #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-        if let Some(total) = &method.received {
-            return ReceivedBytes(Some((Default::default(), total.clone())));
-        }
-        ReceivedBytes::default()
-    }
-
-    /// Reads one frame of the body.
-    #[inline]
-    pub(crate) fn feed(&mut self, data: &[u8]) {
-        #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
-        if let Some((bytes, total)) = &mut self.0 {
-            let before = bytes.total();
-            bytes.feed(data);
-            total.add(bytes.total() - before);
+        if let Some(received) = &self.received {
+            received.set(bytes);
         }
     }
 }

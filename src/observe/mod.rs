@@ -47,7 +47,7 @@ pub(crate) use events::{budget_timed_out, request_refused};
 pub use instruments::{codec_names, install, installed, names};
 
 pub(crate) use codec::{
-    Method, NO_ENCODING, ReceivedBytes, Refusal, Side, budget_waited, message_refused, peer_error,
+    Method, NO_ENCODING, Refusal, Side, budget_waited, message_refused, peer_error,
 };
 #[cfg(feature = "volo")]
 pub(crate) use codec::{client_method, panic_shielded, with_client_method};

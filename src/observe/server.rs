@@ -176,19 +176,17 @@ impl Live {
     }
 }
 
-/// Where a recorded call's request stream adds the message bytes it
+/// Where a recorded call's request stream counts the message bytes it
 /// receives.
 #[derive(Clone)]
 pub(crate) struct Received(Arc<Live>);
 
 impl Received {
-    /// Adds `bytes` received.
+    /// The message bytes received in all.
     #[inline]
-    pub(crate) fn add(&self, bytes: u64) {
-        // The call's request stream is the one writer: a load and a store,
-        // not a locked add.
-        let received = self.0.received.load(Ordering::Relaxed);
-        self.0.received.store(received + bytes, Ordering::Relaxed);
+    pub(crate) fn set(&self, bytes: u64) {
+        // The call's request stream is the one writer.
+        self.0.received.store(bytes, Ordering::Relaxed);
     }
 
     /// The call's method name, as interned.
