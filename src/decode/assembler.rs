@@ -463,13 +463,22 @@ mod tests {
 
     use super::{Decoded, EnvelopeAssembler};
     use crate::budget::SharedBudget;
-    use crate::envelope::Limits;
+    use crate::envelope::{EnvelopeHeader, Limits};
 
-    fn envelope(flags: u8, payload: &[u8]) -> Vec<u8> {
-        let mut out = vec![flags];
-        out.extend_from_slice(&(payload.len() as u32).to_be_bytes());
-        out.extend_from_slice(payload);
-        out
+    /// `payload` behind its prefix: a message, compressed or not, or
+    /// gRPC-Web's trailers.
+    fn envelope(header: fn(u32) -> EnvelopeHeader, payload: &[u8]) -> Vec<u8> {
+        let len = u32::try_from(payload.len()).expect("a test payload");
+        [&header(len).to_bytes()[..], payload].concat()
+    }
+
+    fn plain(len: u32) -> EnvelopeHeader {
+        EnvelopeHeader::message(false, len)
+    }
+
+    #[cfg(feature = "gzip")]
+    fn compressed(len: u32) -> EnvelopeHeader {
+        EnvelopeHeader::message(true, len)
     }
 
     /// Feeds `wire` in chunks of `step` and reads everything: the messages
@@ -497,20 +506,20 @@ mod tests {
 
     #[test]
     fn counts_the_wire_bytes_of_whole_messages_across_any_split() {
-        let mut wire = envelope(0, &[7; 10]);
-        wire.extend(envelope(0, &[]));
-        wire.extend(envelope(0, &[1; 300]));
-        let mut expected = 310;
+        let mut wire = envelope(plain, &[7; 10]);
+        wire.extend(envelope(plain, &[]));
+        wire.extend(envelope(plain, &[1; 300]));
+        let plain_bytes = 310;
         #[cfg(feature = "gzip")]
-        let encoding = {
-            let compressed = gzip(&[3; 2000]);
-            expected += compressed.len() as u64;
-            wire.extend(envelope(1, &compressed));
-            Some(crate::compression::CompressionEncoding::Gzip)
+        let (encoding, expected) = {
+            let gzipped = gzip(&[3; 2000]);
+            wire.extend(envelope(compressed, &gzipped));
+            let encoding = crate::compression::CompressionEncoding::Gzip;
+            (Some(encoding), plain_bytes + gzipped.len() as u64)
         };
         #[cfg(not(feature = "gzip"))]
-        let encoding = None;
-        wire.extend(envelope(0x80, b"grpc-status:0\r\n"));
+        let (encoding, expected) = (None, plain_bytes);
+        wire.extend(envelope(EnvelopeHeader::trailers, b"grpc-status:0\r\n"));
         for step in 1..=wire.len() {
             for budgeted in [false, true] {
                 let mut assembler = EnvelopeAssembler::new(Limits::default(), encoding);
@@ -518,8 +527,8 @@ mod tests {
                     assembler.set_budget(SharedBudget::new(1 << 20));
                 }
                 let (messages, bytes) = read(&mut assembler, &wire, step);
-                let whole = 3 + usize::from(encoding.is_some());
-                assert_eq!(messages, whole, "chunks of {step}, budget {budgeted}");
+                let sent = 3 + usize::from(encoding.is_some());
+                assert_eq!(messages, sent, "chunks of {step}, budget {budgeted}");
                 assert_eq!(bytes, expected, "chunks of {step}, budget {budgeted}");
             }
         }
@@ -527,15 +536,15 @@ mod tests {
 
     #[test]
     fn a_message_cut_short_or_refused_is_not_counted() {
-        let mut wire = envelope(0, &[7; 10]);
-        wire.extend(&envelope(0, &[1; 300])[..200]);
+        let mut wire = envelope(plain, &[7; 10]);
+        wire.extend(&envelope(plain, &[1; 300])[..200]);
         let mut assembler = EnvelopeAssembler::new(Limits::default(), None);
         assert_eq!(read(&mut assembler, &wire, 64), (1, 10));
         assert!(assembler.finish().is_err());
         assert_eq!(assembler.message_bytes(), 10);
 
-        let mut wire = envelope(0, &[7; 10]);
-        wire.extend(envelope(0, &[1; 300]));
+        let mut wire = envelope(plain, &[7; 10]);
+        wire.extend(envelope(plain, &[1; 300]));
         let mut assembler = EnvelopeAssembler::new(Limits::new().with_max_receive(100), None);
         assert_eq!(read(&mut assembler, &wire, 64), (1, 10));
     }
