@@ -117,8 +117,8 @@ impl Method {
     }
 
     /// A recorded server call's method: the record, which holds its
-    /// interned name and the count its request stream adds the message
-    /// bytes it receives to.
+    /// interned name and the count of message bytes its request stream
+    /// receives.
     #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
     pub(crate) fn recorded(received: super::server::Received) -> Method {
         // The name is read through the record: cloning the interned name
@@ -155,10 +155,6 @@ impl Method {
     /// has read in all, as on the wire (A66's received compressed size);
     /// nothing for a stream whose call is not recorded.
     #[inline]
-    #[cfg_attr(
-        not(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo"))),
-        allow(unused_variables)
-    )]
     pub(crate) fn set_received(&self, bytes: u64) {
         #[cfg(all(feature = "opentelemetry", any(feature = "tonic", feature = "volo")))]
         if let Some(received) = &self.received {

@@ -27,7 +27,7 @@ use crate::status::Code;
 pub(crate) struct ServerCall(Option<Arc<Live>>);
 
 /// A recorded call's figures, shared by its response, which finishes the
-/// record, and its request stream, which adds the bytes it receives.
+/// record, and its request stream, which counts the bytes it receives.
 struct Live {
     instruments: Arc<Instruments>,
     method: Arc<str>,
@@ -209,8 +209,8 @@ impl ServerCall {
     }
 
     /// The call's method for what the request stream records: the name
-    /// this record already holds and the count of bytes received it adds
-    /// to, or the name `path` gives.
+    /// this record already holds and its count of bytes received, or the
+    /// name `path` gives.
     pub(crate) fn method(&self, path: &str) -> super::Method {
         match &self.0 {
             Some(live) => super::Method::recorded(Received(live.clone())),
